@@ -1,1 +1,4 @@
-//! pgshift
+//! pgshift: online schema changes for PostgreSQL.
+#![deny(missing_docs)]
+
+pub mod connect;

@@ -1,0 +1,1 @@
+//! Throwaway local PostgreSQL clusters.

@@ -1,0 +1,1 @@
+//! Connecting to PostgreSQL.
