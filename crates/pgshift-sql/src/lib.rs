@@ -37,3 +37,5 @@ pub use parse::{parse, ParseError, Statement};
 pub use pg_query::protobuf as ast;
 /// One node of the syntax tree.
 pub use pg_query::NodeEnum;
+/// A borrowed view of a syntax tree node, as yielded by `NodeEnum::nodes`.
+pub use pg_query::NodeRef;

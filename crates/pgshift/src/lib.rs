@@ -1,4 +1,17 @@
 //! pgshift: online schema changes for PostgreSQL.
+//!
+//! # Brief overview
+//! - [`classify`] says, for one parsed statement, which locks PostgreSQL takes, how
+//!   heavy the work is, and how pgshift would run it ([`route::Route`]). It is pure:
+//!   no connection, optionally informed by live [`catalog`] facts.
+//! - [`lock::LockMode`] is PostgreSQL's lock-mode lattice and conflict table.
+//! - [`refusal`] is the closed list of reasons pgshift declines a statement.
+//! - [`connect`] opens budgeted, search-path-safe sessions.
 #![deny(missing_docs)]
 
+pub mod catalog;
+pub mod classify;
 pub mod connect;
+pub mod lock;
+pub mod refusal;
+pub mod route;

@@ -1,0 +1,343 @@
+//! Live facts about the tables a migration touches, read from one catalog snapshot.
+//!
+//! These are plain data: the reader (`catalog::read`) fills them from PostgreSQL, and
+//! the classifier and planner only look at them. Tests build them by hand.
+
+use serde::Serialize;
+
+use pgshift_sql::QualifiedName;
+
+/// Facts about the server.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ServerFacts {
+    /// `server_version_num` (for example 150018).
+    pub version_num: i32,
+    /// `server_version` as the server reports it.
+    pub version: String,
+}
+
+impl ServerFacts {
+    /// The major version (for example 15).
+    pub fn major(&self) -> i32 {
+        self.version_num / 10000
+    }
+}
+
+/// What kind of relation a name denotes (`pg_class.relkind`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RelationKind {
+    /// An ordinary table (`r`).
+    Table,
+    /// A partitioned table (`p`).
+    PartitionedTable,
+    /// An index (`i`).
+    Index,
+    /// A partitioned index (`I`).
+    PartitionedIndex,
+    /// A view (`v`).
+    View,
+    /// A materialized view (`m`).
+    MaterializedView,
+    /// A sequence (`S`).
+    Sequence,
+    /// A foreign table (`f`).
+    ForeignTable,
+    /// Anything else (composite type, TOAST table).
+    Other,
+}
+
+impl RelationKind {
+    /// The kind for a `pg_class.relkind` character.
+    pub fn from_relkind(relkind: char) -> RelationKind {
+        match relkind {
+            'r' => RelationKind::Table,
+            'p' => RelationKind::PartitionedTable,
+            'i' => RelationKind::Index,
+            'I' => RelationKind::PartitionedIndex,
+            'v' => RelationKind::View,
+            'm' => RelationKind::MaterializedView,
+            'S' => RelationKind::Sequence,
+            'f' => RelationKind::ForeignTable,
+            _ => RelationKind::Other,
+        }
+    }
+
+    /// Whether rows live in (or under) this relation: a table or partitioned table.
+    pub fn is_table(self) -> bool {
+        matches!(self, RelationKind::Table | RelationKind::PartitionedTable)
+    }
+}
+
+/// `pg_class.relpersistence`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Persistence {
+    /// `p`: WAL-logged, visible to every session.
+    Permanent,
+    /// `u`: not WAL-logged, emptied after a crash.
+    Unlogged,
+    /// `t`: private to one session.
+    Temporary,
+}
+
+/// Sizes in bytes, summed over every partition for a partitioned table.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Sizes {
+    /// Main fork (heap) bytes.
+    pub heap_bytes: i64,
+    /// Bytes of all indexes.
+    pub index_bytes: i64,
+    /// Bytes of the TOAST table and its index.
+    pub toast_bytes: i64,
+    /// Everything together (`pg_total_relation_size`).
+    pub total_bytes: i64,
+}
+
+/// One column.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ColumnFacts {
+    /// Column name.
+    pub name: String,
+    /// The type as `format_type` writes it (`character varying(100)`).
+    pub type_sql: String,
+    /// The type's OID.
+    pub type_oid: u32,
+    /// The type's name without modifiers, schema-qualified when not in `pg_catalog`
+    /// (`varchar`, `numeric`, `public.mood`).
+    pub type_name: String,
+    /// `atttypmod` (-1 when none).
+    pub typmod: i32,
+    /// Whether the column is `NOT NULL`.
+    pub not_null: bool,
+    /// The default expression, if any.
+    pub default: Option<String>,
+    /// `s` for a stored generated column, `v` for virtual (PostgreSQL 18+).
+    pub generated: Option<char>,
+    /// `a` (ALWAYS) or `d` (BY DEFAULT) for an identity column.
+    pub identity: Option<char>,
+}
+
+/// One partition of a partitioned table.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PartitionFacts {
+    /// The partition's name.
+    pub name: QualifiedName,
+    /// Its bound as `pg_get_expr(relpartbound)` writes it.
+    pub bound: String,
+    /// Whether it is the default partition.
+    pub is_default: bool,
+    /// Whether it is itself partitioned.
+    pub is_partitioned: bool,
+}
+
+/// One index.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct IndexFacts {
+    /// Index name.
+    pub name: QualifiedName,
+    /// `pg_get_indexdef`.
+    pub definition: String,
+    /// Whether it is unique.
+    pub is_unique: bool,
+    /// Whether it backs the primary key.
+    pub is_primary: bool,
+    /// `indisvalid`: false for a failed or unfinished concurrent build.
+    pub is_valid: bool,
+}
+
+/// One constraint.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ConstraintFacts {
+    /// Constraint name.
+    pub name: String,
+    /// `contype`: `c`, `f`, `p`, `u`, `x`, `t`, `n`.
+    pub kind: char,
+    /// `pg_get_constraintdef`.
+    pub definition: String,
+    /// `convalidated`.
+    pub validated: bool,
+}
+
+/// A trigger's enable state (`pg_trigger.tgenabled`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TriggerEnabled {
+    /// `O`: fires unless `session_replication_role = replica`.
+    Origin,
+    /// `A`: fires always.
+    Always,
+    /// `R`: fires only when `session_replication_role = replica`.
+    Replica,
+    /// `D`: never fires.
+    Disabled,
+}
+
+impl TriggerEnabled {
+    /// The state for a `tgenabled` character.
+    pub fn from_char(c: char) -> Option<TriggerEnabled> {
+        match c {
+            'O' => Some(TriggerEnabled::Origin),
+            'A' => Some(TriggerEnabled::Always),
+            'R' => Some(TriggerEnabled::Replica),
+            'D' => Some(TriggerEnabled::Disabled),
+            _ => None,
+        }
+    }
+}
+
+/// One user trigger (internal triggers of foreign keys are not listed).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct TriggerFacts {
+    /// Trigger name.
+    pub name: String,
+    /// Enable state.
+    pub enabled: TriggerEnabled,
+    /// Whether it is a constraint trigger.
+    pub is_constraint: bool,
+    /// Whether it is deferrable.
+    pub deferrable: bool,
+    /// Whether it is initially deferred.
+    pub initially_deferred: bool,
+    /// Whether it is a clone of a trigger on the partitioned parent.
+    pub is_clone: bool,
+    /// `pg_get_triggerdef`.
+    pub definition: String,
+}
+
+/// A foreign key, seen from either side.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ForeignKeyFacts {
+    /// Constraint name.
+    pub name: String,
+    /// The table holding the constraint.
+    pub referencing: QualifiedName,
+    /// The referenced table.
+    pub referenced: QualifiedName,
+    /// `pg_get_constraintdef`.
+    pub definition: String,
+    /// `convalidated`.
+    pub validated: bool,
+}
+
+/// The primary key and its column types.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct KeyFacts {
+    /// Constraint name.
+    pub name: String,
+    /// Key columns in order, with their types (`format_type`).
+    pub columns: Vec<(String, String)>,
+}
+
+/// Everything pgshift reads about one relation named by a migration.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RelationFacts {
+    /// `pg_class.oid`.
+    pub oid: u32,
+    /// Schema-qualified name.
+    pub name: QualifiedName,
+    /// Relation kind.
+    pub kind: RelationKind,
+    /// Persistence.
+    pub persistence: Persistence,
+    /// Owner role.
+    pub owner: String,
+    /// Sizes (all partitions together).
+    pub sizes: Sizes,
+    /// `reltuples`, summed over partitions (-1 when never analysed).
+    pub row_estimate: i64,
+    /// The partitioned parent, when this is a partition.
+    pub parent: Option<QualifiedName>,
+    /// For an index, the table it indexes.
+    pub indexed_table: Option<QualifiedName>,
+    /// `pg_get_partkeydef`, for a partitioned table.
+    pub partition_key: Option<String>,
+    /// Direct partitions, for a partitioned table.
+    pub partitions: Vec<PartitionFacts>,
+    /// Columns in order (dropped columns omitted).
+    pub columns: Vec<ColumnFacts>,
+    /// The primary key.
+    pub primary_key: Option<KeyFacts>,
+    /// Indexes.
+    pub indexes: Vec<IndexFacts>,
+    /// Constraints (of every kind).
+    pub constraints: Vec<ConstraintFacts>,
+    /// User triggers.
+    pub triggers: Vec<TriggerFacts>,
+    /// Foreign keys on this table.
+    pub foreign_keys_out: Vec<ForeignKeyFacts>,
+    /// Foreign keys on other tables referencing this one.
+    pub foreign_keys_in: Vec<ForeignKeyFacts>,
+    /// Views (and materialized views) that depend on this relation.
+    pub dependent_views: Vec<QualifiedName>,
+    /// Publications that include this table.
+    pub publications: Vec<String>,
+    /// Row-level security enabled.
+    pub rls_enabled: bool,
+    /// Row-level security forced for the owner.
+    pub rls_forced: bool,
+    /// `relreplident`: `d`, `n`, `f`, `i`.
+    pub replica_identity: char,
+}
+
+impl RelationFacts {
+    /// A column by name.
+    pub fn column(&self, name: &str) -> Option<&ColumnFacts> {
+        self.columns.iter().find(|column| column.name == name)
+    }
+
+    /// Whether a validated `CHECK (col IS NOT NULL)` exists, which lets
+    /// `SET NOT NULL` skip its scan (PostgreSQL 12+).
+    pub fn has_validated_not_null_check(&self, column: &str) -> bool {
+        let wanted = [
+            format!("CHECK (({column} IS NOT NULL))"),
+            format!("CHECK (({} IS NOT NULL))", pgshift_sql::quote_ident(column)),
+        ];
+        self.constraints
+            .iter()
+            .any(|c| c.kind == 'c' && c.validated && wanted.contains(&c.definition))
+    }
+
+    /// The default partition, if any.
+    pub fn default_partition(&self) -> Option<&PartitionFacts> {
+        self.partitions.iter().find(|p| p.is_default)
+    }
+}
+
+/// The facts of one planning run: the server and every relation the input names, all
+/// read in one snapshot.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CatalogSnapshot {
+    /// The server.
+    pub server: ServerFacts,
+    /// The relations found.
+    pub relations: Vec<RelationFacts>,
+    /// Each name as written in the input, and which relation it resolved to (`None`:
+    /// no such relation in the search path).
+    pub resolutions: Vec<(QualifiedName, Option<usize>)>,
+}
+
+/// The answer to "what is this name?".
+#[derive(Clone, Copy, Debug)]
+pub enum Lookup<'a> {
+    /// The name resolves to this relation.
+    Found(&'a RelationFacts),
+    /// The name was looked up and nothing has it.
+    Missing,
+    /// The name was not looked up (offline, or not collected).
+    Unknown,
+}
+
+impl CatalogSnapshot {
+    /// Resolves a name as written in the input.
+    pub fn lookup(&self, name: &QualifiedName) -> Lookup<'_> {
+        match self.resolutions.iter().find(|(written, _)| written == name) {
+            Some((_, Some(index))) => self
+                .relations
+                .get(*index)
+                .map_or(Lookup::Unknown, Lookup::Found),
+            Some((_, None)) => Lookup::Missing,
+            None => Lookup::Unknown,
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! Data statements: `INSERT`, `UPDATE`, `DELETE`, `MERGE`, `SELECT`, `COPY`.
+
+use pgshift_sql::ast::Node;
+use pgshift_sql::{NodeEnum, NodeRef, QualifiedName};
+
+use super::names::range_var_name;
+use super::{Builder, Context, Effect, ObjectKind, OperationKind, WorkClass};
+use crate::lock::LockMode;
+use crate::refusal::RefusalCause;
+
+/// Every relation a statement reads or writes (`RangeVar`s), minus the names of its
+/// common table expressions.
+pub(crate) fn referenced_relations(node: &Node) -> Vec<QualifiedName> {
+    let Some(inner) = &node.node else {
+        return Vec::new();
+    };
+    relations_of(inner)
+}
+
+fn relations_of(node: &NodeEnum) -> Vec<QualifiedName> {
+    let mut ctes = Vec::new();
+    let mut found: Vec<QualifiedName> = Vec::new();
+    for (node, _, _, _) in node.nodes() {
+        match node {
+            NodeRef::CommonTableExpr(cte) => ctes.push(cte.ctename.clone()),
+            NodeRef::RangeVar(rv) => {
+                let name = range_var_name(rv);
+                if !found.contains(&name) {
+                    found.push(name);
+                }
+            }
+            _ => {}
+        }
+    }
+    found.retain(|name| name.schema.is_some() || !ctes.contains(&name.name));
+    found
+}
+
+pub(crate) fn classify(node: &NodeEnum, context: &Context<'_>, b: &mut Builder) {
+    let _ = context;
+    let (statement, kind, target, whole_table) = match node {
+        NodeEnum::InsertStmt(stmt) => (
+            "insert",
+            OperationKind::Insert,
+            stmt.relation.as_ref().map(range_var_name),
+            false,
+        ),
+        NodeEnum::UpdateStmt(stmt) => (
+            "update",
+            OperationKind::Update,
+            stmt.relation.as_ref().map(range_var_name),
+            stmt.where_clause.is_none(),
+        ),
+        NodeEnum::DeleteStmt(stmt) => (
+            "delete",
+            OperationKind::Delete,
+            stmt.relation.as_ref().map(range_var_name),
+            stmt.where_clause.is_none(),
+        ),
+        NodeEnum::MergeStmt(stmt) => (
+            "merge",
+            OperationKind::Merge,
+            stmt.relation.as_ref().map(range_var_name),
+            false,
+        ),
+        NodeEnum::CopyStmt(stmt) => return classify_copy(stmt, b),
+        _ => ("select", OperationKind::Select, None, false),
+    };
+    b.statement(statement);
+    let mut read_mode = LockMode::AccessShare;
+    if let NodeEnum::SelectStmt(select) = node {
+        if !select.locking_clause.is_empty() {
+            read_mode = LockMode::RowShare;
+        }
+        if let Some(into) = select.into_clause.as_ref().and_then(|i| i.rel.as_ref()) {
+            b.effect(Effect::Creates {
+                relation: range_var_name(into),
+            });
+        }
+    }
+    if let Some(target) = &target {
+        b.lock(target, ObjectKind::Table, LockMode::RowExclusive, false);
+    }
+    for relation in relations_of(node) {
+        if Some(&relation) != target.as_ref() {
+            b.lock(&relation, ObjectKind::Table, read_mode, false);
+        }
+    }
+    let work = if kind == OperationKind::Select {
+        WorkClass::Read
+    } else {
+        WorkClass::DataChange
+    };
+    b.operation(kind, target.as_ref(), None, work);
+    if whole_table {
+        b.reason("no WHERE clause: every row is changed in one transaction, holding row locks and generating WAL for the whole table");
+    }
+}
+
+fn classify_copy(stmt: &pgshift_sql::ast::CopyStmt, b: &mut Builder) {
+    b.statement("copy");
+    let Some(relation) = stmt.relation.as_ref().map(range_var_name) else {
+        b.operation(OperationKind::Copy, None, None, WorkClass::Read);
+        return;
+    };
+    if stmt.is_from {
+        b.lock(&relation, ObjectKind::Table, LockMode::RowExclusive, false);
+        b.operation(OperationKind::Copy, Some(&relation), None, WorkClass::DataChange);
+        b.refuse(
+            RefusalCause::UnclassifiedStatement,
+            "COPY … FROM needs a data stream pgshift does not have; load data with INSERT … SELECT or outside the migration",
+        );
+    } else {
+        b.lock(&relation, ObjectKind::Table, LockMode::AccessShare, false);
+        b.operation(OperationKind::Copy, Some(&relation), None, WorkClass::Read);
+    }
+}

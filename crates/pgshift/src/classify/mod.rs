@@ -1,0 +1,588 @@
+//! Offline (and fact-aware) classification of one statement: what it does, which locks
+//! PostgreSQL takes for it, how heavy its work is, and how pgshift would run it.
+//!
+//! The classifier is pure: no I/O, no connection. Given live facts
+//! ([`CatalogSnapshot`]) it refines its answer (a type change that is binary-coercible
+//! for the actual column type, a table that is partitioned, a table that is missing);
+//! without them it assumes the worst case a live table could present and says so in
+//! its reasons.
+//!
+//! **Architecture invariant:** every lock mode stated here is checked against a live
+//! server by `tests/lock_modes.rs`, which holds each statement open in one session and
+//! reads `pg_locks` from another.
+
+mod alter_table;
+mod coercion;
+mod dml;
+mod expr;
+mod index;
+mod misc;
+mod names;
+mod session;
+mod steps;
+mod table;
+mod trigger;
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+
+use crate::catalog::{CatalogSnapshot, Lookup, RelationFacts};
+use crate::lock::LockMode;
+use crate::refusal::{Refusal, RefusalCause};
+use crate::route::Route;
+use pgshift_sql::{NodeEnum, QualifiedName, Statement};
+
+pub use coercion::is_binary_coercible;
+pub use names::constraint_name_for;
+
+/// How heavy a statement's work is, from lightest to heaviest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkClass {
+    /// No work on any table (session settings, transaction control).
+    None,
+    /// Reads rows (a query); takes only weak locks.
+    Read,
+    /// Changes the catalog only; time does not grow with the table.
+    CatalogOnly,
+    /// Builds or validates while reads and writes continue (`CONCURRENTLY`,
+    /// `VALIDATE CONSTRAINT`); time grows with the table but writers are not blocked.
+    ConcurrentBuild,
+    /// Inserts, updates or deletes rows.
+    DataChange,
+    /// Reads the whole table under a lock that blocks writers (or everyone).
+    ScanUnderLock,
+    /// Rewrites the whole table (and rebuilds its indexes) under ACCESS EXCLUSIVE.
+    Rewrite,
+    /// Procedural code whose work cannot be known before it runs.
+    Opaque,
+}
+
+impl WorkClass {
+    /// Whether the work's duration grows with the table while a strong lock is held.
+    pub fn grows_under_lock(self) -> bool {
+        matches!(self, WorkClass::ScanUnderLock | WorkClass::Rewrite)
+    }
+}
+
+/// Where a statement may run relative to transaction blocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TransactionUse {
+    /// Inside or outside a transaction block.
+    Any,
+    /// Only outside a transaction block (`CONCURRENTLY`, `VACUUM`).
+    OutsideOnly,
+    /// Only inside a transaction block (`LOCK TABLE`, `SET LOCAL` to any effect).
+    InsideOnly,
+    /// The statement is transaction control itself.
+    Control,
+}
+
+/// What kind of relation a lock is on, as far as the statement says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ObjectKind {
+    /// A table (ordinary or partitioned).
+    Table,
+    /// An index.
+    Index,
+    /// A view or materialized view.
+    View,
+    /// A sequence.
+    Sequence,
+}
+
+/// One lock PostgreSQL takes for the statement.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LockTaken {
+    /// The relation, as written (or as resolved, with facts).
+    pub relation: QualifiedName,
+    /// What the relation is.
+    pub object: ObjectKind,
+    /// The strongest mode taken on it.
+    pub mode: LockMode,
+    /// Whether the same lock is taken on every partition (or inheritance child).
+    pub recurses: bool,
+}
+
+/// The closed vocabulary of operations a statement can contain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+#[allow(missing_docs)]
+pub enum OperationKind {
+    AddColumn,
+    DropColumn,
+    SetDefault,
+    DropDefault,
+    SetNotNull,
+    DropNotNull,
+    AlterColumnType,
+    AddIdentity,
+    SetIdentity,
+    DropIdentity,
+    SetExpression,
+    DropExpression,
+    SetStatistics,
+    SetColumnOptions,
+    SetStorage,
+    SetCompression,
+    AddCheck,
+    AddForeignKey,
+    AddUnique,
+    AddPrimaryKey,
+    AddExclusion,
+    AddNotNullConstraint,
+    AddConstraintUsingIndex,
+    AlterConstraint,
+    ValidateConstraint,
+    DropConstraint,
+    RenameTable,
+    RenameColumn,
+    RenameConstraint,
+    RenameIndex,
+    RenameTrigger,
+    SetSchema,
+    SetTablespace,
+    SetAccessMethod,
+    SetLogged,
+    SetUnlogged,
+    SetStorageParameters,
+    ResetStorageParameters,
+    EnableTrigger,
+    EnableAlwaysTrigger,
+    EnableReplicaTrigger,
+    DisableTrigger,
+    EnableRule,
+    DisableRule,
+    AttachPartition,
+    DetachPartition,
+    DetachPartitionConcurrently,
+    DetachPartitionFinalize,
+    ReplicaIdentity,
+    EnableRowSecurity,
+    DisableRowSecurity,
+    ForceRowSecurity,
+    NoForceRowSecurity,
+    ChangeOwner,
+    ClusterOn,
+    SetWithoutCluster,
+    Inherit,
+    NoInherit,
+    OfType,
+    NotOfType,
+    CreateIndex,
+    CreateIndexConcurrently,
+    DropIndex,
+    DropIndexConcurrently,
+    Reindex,
+    ReindexConcurrently,
+    AlterIndex,
+    AttachIndexPartition,
+    CreateTrigger,
+    CreateConstraintTrigger,
+    ReplaceTrigger,
+    DropTrigger,
+    CreateFunction,
+    DropFunction,
+    CreateTable,
+    CreatePartition,
+    CreateTableAs,
+    DropTable,
+    Truncate,
+    VacuumFull,
+    Vacuum,
+    Analyze,
+    Cluster,
+    LockTable,
+    Insert,
+    Update,
+    Delete,
+    Merge,
+    Select,
+    Copy,
+    SetSetting,
+    ResetSetting,
+    Begin,
+    Commit,
+    Rollback,
+    Savepoint,
+    ReleaseSavepoint,
+    RollbackToSavepoint,
+    PrepareTransaction,
+    CommitPrepared,
+    RollbackPrepared,
+    Do,
+    Call,
+    Comment,
+    Grant,
+    Revoke,
+    CreateView,
+    DropView,
+    CreateMaterializedView,
+    RefreshMaterializedView,
+    RefreshMaterializedViewConcurrently,
+    CreatePolicy,
+    AlterPolicy,
+    DropPolicy,
+    CreateSequence,
+    AlterSequence,
+    DropSequence,
+    CreateStatistics,
+    CreatePublication,
+    AlterPublication,
+    CreateSchema,
+    CreateType,
+    CreateExtension,
+    OtherCatalogChange,
+    Unclassified,
+}
+
+/// One operation of a statement (an `ALTER TABLE` has one per subcommand).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Operation {
+    /// What it is.
+    pub kind: OperationKind,
+    /// The table it acts on, when there is one.
+    pub table: Option<QualifiedName>,
+    /// The column, constraint, index or trigger it names, when there is one.
+    pub object: Option<String>,
+    /// How heavy it is.
+    pub work: WorkClass,
+    /// Whether it destroys data or objects that cannot be recovered by running
+    /// another migration (a dropped column, a truncated table).
+    pub destructive: bool,
+    /// A short detail for people (`int4 -> int8`).
+    pub detail: Option<String>,
+}
+
+/// The effect a statement has on the session or transaction around it, for judging a
+/// file or transaction block as a whole.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "effect", rename_all = "kebab-case")]
+pub enum Effect {
+    /// Opens a transaction block.
+    Begin,
+    /// Ends a transaction block, keeping its work.
+    Commit,
+    /// Ends a transaction block, discarding its work.
+    Rollback,
+    /// Sets `lock_timeout` (0 means no timeout).
+    SetLockTimeout {
+        /// The timeout in milliseconds, when it could be read.
+        millis: Option<u64>,
+        /// `SET LOCAL` (ends with the transaction).
+        local: bool,
+    },
+    /// Sets `statement_timeout` (0 means no timeout).
+    SetStatementTimeout {
+        /// The timeout in milliseconds, when it could be read.
+        millis: Option<u64>,
+        /// `SET LOCAL`.
+        local: bool,
+    },
+    /// Sets `session_replication_role`.
+    SetReplicationRole {
+        /// The new role (`origin`, `replica`, `local`).
+        role: String,
+        /// `SET LOCAL`.
+        local: bool,
+    },
+    /// `RESET ALL` (or `DISCARD ALL`).
+    ResetAll,
+    /// Creates a relation that nobody else can be using yet.
+    Creates {
+        /// The new relation.
+        relation: QualifiedName,
+    },
+    /// Defines (or replaces) a function.
+    DefinesFunction {
+        /// Function name.
+        name: QualifiedName,
+        /// Whether it returns `trigger`.
+        returns_trigger: bool,
+        /// Whether its body raises an exception (a sign it guards an invariant).
+        raises: bool,
+        /// Whether this replaced an existing definition (`OR REPLACE`).
+        replaces: bool,
+    },
+    /// Creates a trigger.
+    CreatesTrigger {
+        /// Table.
+        table: QualifiedName,
+        /// Trigger name.
+        name: String,
+        /// Function called.
+        function: QualifiedName,
+        /// `CREATE CONSTRAINT TRIGGER`.
+        is_constraint: bool,
+        /// A `BEFORE … FOR EACH ROW` trigger (can reject or rewrite rows).
+        before_row: bool,
+    },
+    /// Changes a trigger's enable state.
+    SetsTriggerState {
+        /// Table.
+        table: QualifiedName,
+        /// Trigger name (`None`: all triggers).
+        name: Option<String>,
+        /// The new state.
+        state: crate::catalog::TriggerEnabled,
+    },
+}
+
+/// Everything the classifier says about one statement.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Classification {
+    /// The statement's kind in one word (`alter-table`, `create-index`).
+    pub statement: &'static str,
+    /// Its operations.
+    pub operations: Vec<Operation>,
+    /// The locks it takes, strongest mode per relation.
+    pub locks: Vec<LockTaken>,
+    /// The heaviest work among its operations.
+    pub work: WorkClass,
+    /// Where it may run relative to transaction blocks.
+    pub transaction: TransactionUse,
+    /// Whether any operation is destructive.
+    pub destructive: bool,
+    /// How pgshift would run it.
+    pub route: Route,
+    /// Why the route and work are what they are (assumptions included).
+    pub reasons: Vec<String>,
+    /// Effects on the surrounding session or transaction.
+    pub effects: Vec<Effect>,
+}
+
+impl Classification {
+    /// The strongest lock the statement takes, on any relation.
+    pub fn strongest_lock(&self) -> Option<&LockTaken> {
+        self.locks.iter().max_by_key(|lock| lock.mode)
+    }
+
+    /// The relations this statement creates.
+    pub fn created_relations(&self) -> impl Iterator<Item = &QualifiedName> {
+        self.effects.iter().filter_map(|effect| match effect {
+            Effect::Creates { relation } => Some(relation),
+            _ => None,
+        })
+    }
+}
+
+/// What the classifier may know beyond the statement itself.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Context<'a> {
+    /// Live facts, when planning against a server.
+    pub facts: Option<&'a CatalogSnapshot>,
+    /// Relations created earlier in the same input: nobody else can be using them, so
+    /// blocking work on them is harmless.
+    pub created_earlier: Option<&'a BTreeSet<QualifiedName>>,
+    /// Whether the statement runs inside a transaction block (explicit or a runner's).
+    pub in_transaction: bool,
+}
+
+impl Context<'_> {
+    /// The server's `server_version_num`, when known.
+    pub fn server_version_num(&self) -> Option<i32> {
+        self.facts.map(|facts| facts.server.version_num)
+    }
+
+    /// What the catalog says about a name.
+    pub fn lookup(&self, name: &QualifiedName) -> Lookup<'_> {
+        self.facts.map_or(Lookup::Unknown, |facts| facts.lookup(name))
+    }
+
+    /// The facts of a relation, when known and present.
+    pub fn relation(&self, name: &QualifiedName) -> Option<&RelationFacts> {
+        match self.lookup(name) {
+            Lookup::Found(facts) => Some(facts),
+            _ => None,
+        }
+    }
+
+    /// Whether the relation was created earlier in the same input.
+    pub fn is_new(&self, name: &QualifiedName) -> bool {
+        self.created_earlier
+            .is_some_and(|created| created.iter().any(|c| c.matches(name)))
+    }
+}
+
+/// Classifies one parsed statement.
+pub fn classify(statement: &Statement, context: &Context<'_>) -> Classification {
+    let mut builder = Builder::new("unclassified");
+    match &statement.node {
+        NodeEnum::AlterTableStmt(stmt) => alter_table::classify(stmt, context, &mut builder),
+        NodeEnum::IndexStmt(stmt) => index::classify_create(stmt, context, &mut builder),
+        NodeEnum::ReindexStmt(stmt) => index::classify_reindex(stmt, context, &mut builder),
+        NodeEnum::CreateTrigStmt(stmt) => trigger::classify_create(stmt, context, &mut builder),
+        NodeEnum::CreateFunctionStmt(stmt) => trigger::classify_function(stmt, &mut builder),
+        NodeEnum::CreateStmt(stmt) => table::classify_create(stmt, context, &mut builder),
+        NodeEnum::CreateTableAsStmt(stmt) => table::classify_create_as(stmt, &mut builder),
+        NodeEnum::DropStmt(stmt) => table::classify_drop(stmt, context, &mut builder),
+        NodeEnum::TruncateStmt(stmt) => table::classify_truncate(stmt, context, &mut builder),
+        NodeEnum::RenameStmt(stmt) => table::classify_rename(stmt, context, &mut builder),
+        NodeEnum::AlterObjectSchemaStmt(stmt) => {
+            table::classify_set_schema(stmt, context, &mut builder)
+        }
+        NodeEnum::VacuumStmt(stmt) => table::classify_vacuum(stmt, context, &mut builder),
+        NodeEnum::ClusterStmt(stmt) => table::classify_cluster(stmt, context, &mut builder),
+        NodeEnum::LockStmt(stmt) => table::classify_lock(stmt, context, &mut builder),
+        NodeEnum::InsertStmt(_)
+        | NodeEnum::UpdateStmt(_)
+        | NodeEnum::DeleteStmt(_)
+        | NodeEnum::MergeStmt(_)
+        | NodeEnum::SelectStmt(_)
+        | NodeEnum::CopyStmt(_) => dml::classify(&statement.node, context, &mut builder),
+        NodeEnum::VariableSetStmt(stmt) => session::classify_set(stmt, &mut builder),
+        NodeEnum::TransactionStmt(stmt) => session::classify_transaction(stmt, &mut builder),
+        NodeEnum::DiscardStmt(_) => session::classify_discard(&mut builder),
+        NodeEnum::VariableShowStmt(_) => session::classify_show(&mut builder),
+        other => misc::classify(other, context, &mut builder),
+    }
+    builder.finish(context)
+}
+
+/// Accumulates a classification; family modules fill it in.
+pub(crate) struct Builder {
+    statement: &'static str,
+    operations: Vec<Operation>,
+    locks: Vec<LockTaken>,
+    transaction: TransactionUse,
+    route: Option<Route>,
+    reasons: Vec<String>,
+    effects: Vec<Effect>,
+}
+
+impl Builder {
+    fn new(statement: &'static str) -> Self {
+        Builder {
+            statement,
+            operations: Vec::new(),
+            locks: Vec::new(),
+            transaction: TransactionUse::Any,
+            route: None,
+            reasons: Vec::new(),
+            effects: Vec::new(),
+        }
+    }
+
+    pub(crate) fn statement(&mut self, statement: &'static str) -> &mut Self {
+        self.statement = statement;
+        self
+    }
+
+    pub(crate) fn operation(
+        &mut self,
+        kind: OperationKind,
+        table: Option<&QualifiedName>,
+        object: Option<&str>,
+        work: WorkClass,
+    ) -> &mut Operation {
+        self.operations.push(Operation {
+            kind,
+            table: table.cloned(),
+            object: object.filter(|o| !o.is_empty()).map(str::to_owned),
+            work,
+            destructive: false,
+            detail: None,
+        });
+        let last = self.operations.len() - 1;
+        &mut self.operations[last]
+    }
+
+    /// Records a lock, keeping the strongest mode per relation.
+    pub(crate) fn lock(
+        &mut self,
+        relation: &QualifiedName,
+        object: ObjectKind,
+        mode: LockMode,
+        recurses: bool,
+    ) {
+        if let Some(existing) = self.locks.iter_mut().find(|l| &l.relation == relation) {
+            existing.mode = existing.mode.max(mode);
+            existing.recurses |= recurses;
+            return;
+        }
+        self.locks.push(LockTaken {
+            relation: relation.clone(),
+            object,
+            mode,
+            recurses,
+        });
+    }
+
+    pub(crate) fn outside_transaction_only(&mut self) {
+        self.transaction = TransactionUse::OutsideOnly;
+    }
+
+    pub(crate) fn inside_transaction_only(&mut self) {
+        self.transaction = TransactionUse::InsideOnly;
+    }
+
+    pub(crate) fn transaction_control(&mut self) {
+        self.transaction = TransactionUse::Control;
+    }
+
+    /// Sets the route. When several operations each propose one, the most cautious
+    /// wins: refused, then copy-and-swap, then a native sequence, then native.
+    pub(crate) fn route(&mut self, route: Route) {
+        let rank = |route: &Route| match route {
+            Route::Native => 0,
+            Route::NativeSequence { .. } => 1,
+            Route::CopyAndSwap => 2,
+            Route::Refused { .. } => 3,
+        };
+        match (&mut self.route, route) {
+            (None, route) => self.route = Some(route),
+            (Some(Route::NativeSequence { steps }), Route::NativeSequence { steps: more }) => {
+                steps.extend(more)
+            }
+            (Some(current), route) if rank(&route) > rank(current) => *current = route,
+            _ => {}
+        }
+    }
+
+    pub(crate) fn refuse(&mut self, cause: RefusalCause, message: impl Into<String>) {
+        self.route(Route::Refused {
+            refusal: Refusal::new(cause, message),
+        });
+    }
+
+    pub(crate) fn reason(&mut self, reason: impl Into<String>) {
+        let reason = reason.into();
+        if !self.reasons.contains(&reason) {
+            self.reasons.push(reason);
+        }
+    }
+
+    pub(crate) fn effect(&mut self, effect: Effect) {
+        self.effects.push(effect);
+    }
+
+    fn finish(mut self, context: &Context<'_>) -> Classification {
+        let work = self
+            .operations
+            .iter()
+            .map(|op| op.work)
+            .max()
+            .unwrap_or(WorkClass::None);
+        let destructive = self.operations.iter().any(|op| op.destructive);
+        if context.in_transaction && self.transaction == TransactionUse::OutsideOnly {
+            self.refuse(
+                RefusalCause::NotAllowedInTransaction,
+                "this statement cannot run inside a transaction block; run it on its own",
+            );
+        }
+        Classification {
+            statement: self.statement,
+            operations: self.operations,
+            locks: self.locks,
+            work,
+            transaction: self.transaction,
+            destructive,
+            route: self.route.unwrap_or(Route::Native),
+            reasons: self.reasons,
+            effects: self.effects,
+        }
+    }
+}

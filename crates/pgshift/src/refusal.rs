@@ -1,0 +1,116 @@
+//! Refusals: the closed list of reasons pgshift declines to run a statement.
+//!
+//! Every refusal has exactly one cause and one class (INV: RF-1). The list is mirrored
+//! in `docs/REFUSALS.md`; a test keeps the two identical.
+
+use std::fmt;
+
+use serde::Serialize;
+
+/// The broad kind of a refusal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RefusalClass {
+    /// pgshift cannot (yet) run this safely; the statement itself may be fine.
+    Unsupported,
+    /// The statement does not fit the live database (a missing table, a wrong kind of
+    /// relation); PostgreSQL would reject it too.
+    Invalid,
+    /// Running it would break one of pgshift's promises (a lost write, an unbounded
+    /// lock), so pgshift will not, whatever the flags.
+    Unsafe,
+}
+
+macro_rules! refusal_causes {
+    ($( $(#[$doc:meta])* $variant:ident = $name:literal, $class:ident; )*) => {
+        /// Why a statement is refused. Closed vocabulary; serialized in kebab-case.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum RefusalCause {
+            $( $(#[$doc])* $variant, )*
+        }
+
+        impl RefusalCause {
+            /// Every cause, in documentation order.
+            pub const ALL: &'static [RefusalCause] = &[ $( RefusalCause::$variant, )* ];
+
+            /// The stable kebab-case name.
+            pub fn name(self) -> &'static str {
+                match self { $( RefusalCause::$variant => $name, )* }
+            }
+
+            /// The one class this cause belongs to.
+            pub fn class(self) -> RefusalClass {
+                // INV: RF-1 — one cause maps to exactly one class, fixed here.
+                match self { $( RefusalCause::$variant => RefusalClass::$class, )* }
+            }
+        }
+    };
+}
+
+refusal_causes! {
+    /// A `DO` block or `CALL`: its locks and effects cannot be known before it runs.
+    OpaqueProceduralCode = "opaque-procedural-code", Unsupported;
+    /// A statement form pgshift does not classify, so it cannot bound its locks.
+    UnclassifiedStatement = "unclassified-statement", Unsupported;
+    /// Transaction control pgshift does not run on behalf of a migration
+    /// (`PREPARE TRANSACTION`, `COMMIT PREPARED`).
+    TwoPhaseCommit = "two-phase-commit", Unsupported;
+    /// A rewrite that copy-and-swap does not carry through yet.
+    RewriteUnsupported = "rewrite-unsupported", Unsupported;
+    /// The statement needs a server version newer than the target's.
+    ServerTooOld = "server-too-old", Invalid;
+    /// The statement names a table that does not exist.
+    TableMissing = "table-missing", Invalid;
+    /// The statement names a relation of the wrong kind (for example an index where a
+    /// table is expected).
+    WrongRelationKind = "wrong-relation-kind", Invalid;
+    /// The statement names a column that does not exist.
+    ColumnMissing = "column-missing", Invalid;
+    /// `DETACH PARTITION CONCURRENTLY` while the table has a default partition, which
+    /// PostgreSQL does not allow.
+    DetachConcurrentlyWithDefault = "detach-concurrently-with-default", Invalid;
+    /// A statement that must run outside a transaction block, placed inside one.
+    NotAllowedInTransaction = "not-allowed-in-transaction", Invalid;
+    /// An unlogged or temporary table, which copy-and-swap cannot carry through
+    /// (changes to it are not WAL-logged, or it is private to one session).
+    NonPermanentTable = "non-permanent-table", Unsupported;
+    /// A partition that is itself partitioned, where a flow handles one level.
+    NestedPartitioning = "nested-partitioning", Unsupported;
+    /// Copy-and-swap needs a primary key (or a unique, non-null key) to copy and
+    /// verify in chunks; the table has none.
+    NoUsableKey = "no-usable-key", Unsupported;
+}
+
+impl fmt::Display for RefusalCause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Serialize for RefusalCause {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+/// A refusal: one cause, its class, and a sentence for people.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Refusal {
+    /// Why, from a closed list.
+    pub cause: RefusalCause,
+    /// The cause's class (always `cause.class()`).
+    pub class: RefusalClass,
+    /// What a person should know, including how to proceed.
+    pub message: String,
+}
+
+impl Refusal {
+    /// A refusal for `cause`; its class is the cause's own.
+    pub fn new(cause: RefusalCause, message: impl Into<String>) -> Self {
+        Refusal {
+            cause,
+            class: cause.class(),
+            message: message.into(),
+        }
+    }
+}
