@@ -1,1 +1,19 @@
-fn main() {}
+//! The `pgshift` command line tool: parses flags, calls the library, renders results
+//! for people (text) or machines (versioned JSON), and maps outcomes to exit codes.
+
+mod cli;
+mod commands;
+mod exit;
+mod render;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => return exit::usage_error(err),
+    };
+    commands::run(cli)
+}

@@ -12,6 +12,10 @@
 pub mod catalog;
 pub mod classify;
 pub mod connect;
+pub mod lint;
 pub mod lock;
 pub mod refusal;
+pub mod report;
 pub mod route;
+pub mod script;
+pub mod source;

@@ -329,6 +329,12 @@ pub enum Lookup<'a> {
 }
 
 impl CatalogSnapshot {
+    /// Whether these facts were declared by SQL (a schema file) rather than read from
+    /// a server: then they are partial, and an absent column proves nothing.
+    pub fn is_declared(&self) -> bool {
+        self.server.version_num == super::declared::DECLARED_VERSION_NUM
+    }
+
     /// Resolves a name as written in the input.
     pub fn lookup(&self, name: &QualifiedName) -> Lookup<'_> {
         match self.resolutions.iter().find(|(written, _)| written == name) {

@@ -1,5 +1,7 @@
 //! Live catalog facts: what the tables a migration touches look like right now.
 
+pub mod declared;
 pub mod facts;
 
+pub use declared::DeclaredSchema;
 pub use facts::*;

@@ -21,6 +21,9 @@ use crate::lock::LockMode;
 use crate::refusal::RefusalCause;
 use crate::route::{Route, Step};
 
+/// The operation detail of a `DETACH PARTITION` whose table has a default partition.
+pub const HAS_DEFAULT_PARTITION: &str = "the table has a default partition";
+
 /// How one subcommand would run.
 enum Plan {
     /// As written.
@@ -49,6 +52,12 @@ struct Target<'a> {
 }
 
 impl Target<'_> {
+    /// Whether the facts are declared by SQL (partial) rather than read live: then an
+    /// absent column proves nothing.
+    fn declared(&self) -> bool {
+        self.context.facts.is_some_and(|facts| facts.is_declared())
+    }
+
     fn is_partitioned(&self) -> Option<bool> {
         self.facts
             .map(|facts| facts.kind == RelationKind::PartitionedTable)
@@ -256,7 +265,9 @@ fn classify_cmd(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder) -> Pi
             piece(LockMode::AccessExclusive, Plan::AsWritten)
         }
         T::AtAddConstraint => add_constraint(cmd, target, b),
-        T::AtAlterConstraint => catalog_only(b, OperationKind::AlterConstraint, LockMode::AccessExclusive),
+        T::AtAlterConstraint => {
+            catalog_only(b, OperationKind::AlterConstraint, LockMode::AccessExclusive)
+        }
         T::AtValidateConstraint => validate_constraint(cmd, target, b),
         T::AtDropConstraint => drop_constraint(cmd, target, b),
         T::AtAlterColumnType => alter_column_type(cmd, target, b),
@@ -290,18 +301,26 @@ fn classify_cmd(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder) -> Pi
         T::AtReplicaIdentity => {
             catalog_only(b, OperationKind::ReplicaIdentity, LockMode::AccessExclusive)
         }
-        T::AtEnableRowSecurity => {
-            catalog_only(b, OperationKind::EnableRowSecurity, LockMode::AccessExclusive)
-        }
-        T::AtDisableRowSecurity => {
-            catalog_only(b, OperationKind::DisableRowSecurity, LockMode::AccessExclusive)
-        }
-        T::AtForceRowSecurity => {
-            catalog_only(b, OperationKind::ForceRowSecurity, LockMode::AccessExclusive)
-        }
-        T::AtNoForceRowSecurity => {
-            catalog_only(b, OperationKind::NoForceRowSecurity, LockMode::AccessExclusive)
-        }
+        T::AtEnableRowSecurity => catalog_only(
+            b,
+            OperationKind::EnableRowSecurity,
+            LockMode::AccessExclusive,
+        ),
+        T::AtDisableRowSecurity => catalog_only(
+            b,
+            OperationKind::DisableRowSecurity,
+            LockMode::AccessExclusive,
+        ),
+        T::AtForceRowSecurity => catalog_only(
+            b,
+            OperationKind::ForceRowSecurity,
+            LockMode::AccessExclusive,
+        ),
+        T::AtNoForceRowSecurity => catalog_only(
+            b,
+            OperationKind::NoForceRowSecurity,
+            LockMode::AccessExclusive,
+        ),
         T::AtAttachPartition => attach_partition(cmd, target, b),
         T::AtDetachPartition => detach_partition(cmd, target, b),
         T::AtDetachPartitionFinalize => {
@@ -313,16 +332,27 @@ fn classify_cmd(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder) -> Pi
             )
         }
         T::AtAddIdentity => {
-            b.reason("ADD GENERATED AS IDENTITY on an existing column keeps its values: no rewrite");
+            b.reason(
+                "ADD GENERATED AS IDENTITY on an existing column keeps its values: no rewrite",
+            );
             catalog_only(b, OperationKind::AddIdentity, LockMode::AccessExclusive)
         }
         T::AtSetIdentity => catalog_only(b, OperationKind::SetIdentity, LockMode::AccessExclusive),
-        T::AtDropIdentity => catalog_only(b, OperationKind::DropIdentity, LockMode::AccessExclusive),
-        T::AtGenericOptions | T::AtAlterColumnGenericOptions => {
-            catalog_only(b, OperationKind::OtherCatalogChange, LockMode::AccessExclusive)
+        T::AtDropIdentity => {
+            catalog_only(b, OperationKind::DropIdentity, LockMode::AccessExclusive)
         }
+        T::AtGenericOptions | T::AtAlterColumnGenericOptions => catalog_only(
+            b,
+            OperationKind::OtherCatalogChange,
+            LockMode::AccessExclusive,
+        ),
         other => {
-            b.operation(OperationKind::Unclassified, table, Some(name), WorkClass::Opaque);
+            b.operation(
+                OperationKind::Unclassified,
+                table,
+                Some(name),
+                WorkClass::Opaque,
+            );
             piece(
                 LockMode::AccessExclusive,
                 Plan::Refused(
@@ -338,8 +368,18 @@ fn classify_cmd(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder) -> Pi
 }
 
 /// A subcommand that rewrites the table: copy-and-swap.
-fn rewrite(b: &mut Builder, target: &Target<'_>, kind: OperationKind, cmd: &AlterTableCmd) -> Piece {
-    b.operation(kind, Some(&target.table), Some(&cmd.name), WorkClass::Rewrite);
+fn rewrite(
+    b: &mut Builder,
+    target: &Target<'_>,
+    kind: OperationKind,
+    cmd: &AlterTableCmd,
+) -> Piece {
+    b.operation(
+        kind,
+        Some(&target.table),
+        Some(&cmd.name),
+        WorkClass::Rewrite,
+    );
     b.reason(format!(
         "rewrites every row of {} and rebuilds its indexes under ACCESS EXCLUSIVE; copy-and-swap does the same work without blocking",
         target.table
@@ -398,7 +438,12 @@ pub(crate) fn type_name_parts(type_name: &TypeName) -> (String, Vec<i64>) {
 fn add_column(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder) -> Piece {
     let table = &target.table;
     let Some(def) = column_def(cmd) else {
-        b.operation(OperationKind::AddColumn, Some(table), None, WorkClass::Opaque);
+        b.operation(
+            OperationKind::AddColumn,
+            Some(table),
+            None,
+            WorkClass::Opaque,
+        );
         return Piece {
             cmd: cmd.clone(),
             mode: LockMode::AccessExclusive,
@@ -420,11 +465,16 @@ fn add_column(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder) -> Piec
     let mut has_default = false;
     let mut not_null = def.is_not_null;
     let mut split = Vec::new();
-    if matches!(type_base.as_str(), "serial" | "bigserial" | "smallserial" | "serial4" | "serial8" | "serial2") {
+    if matches!(
+        type_base.as_str(),
+        "serial" | "bigserial" | "smallserial" | "serial4" | "serial8" | "serial2"
+    ) {
         work = WorkClass::Rewrite;
         plan = Plan::CopyAndSwap;
         detail = Some("serial: every existing row gets a value from a new sequence".to_owned());
-        b.reason(format!("adding serial column {column} fills every existing row from a sequence: a rewrite"));
+        b.reason(format!(
+            "adding serial column {column} fills every existing row from a sequence: a rewrite"
+        ));
     }
     for constraint in def.constraints.iter().filter_map(|n| match &n.node {
         Some(NodeEnum::Constraint(c)) => Some(c.as_ref()),
@@ -455,7 +505,11 @@ fn add_column(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder) -> Piec
                     plan = Plan::CopyAndSwap;
                     detail = Some("stored generated column".to_owned());
                     b.reason(format!("stored generated column {column} is computed and written for every existing row: a rewrite"));
-                } else if target.context.server_version_num().is_some_and(|v| v < 180000) {
+                } else if target
+                    .context
+                    .server_version_num()
+                    .is_some_and(|v| v < 180000)
+                {
                     plan = Plan::Refused(RefusalCause::ServerTooOld, "virtual generated columns need PostgreSQL 18; write STORED on older servers".to_owned());
                 } else {
                     b.reason(format!("virtual generated column {column} is computed on read (PostgreSQL 18+): no rewrite"));
@@ -465,7 +519,9 @@ fn add_column(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder) -> Piec
                 work = WorkClass::Rewrite;
                 plan = Plan::CopyAndSwap;
                 detail = Some("identity column".to_owned());
-                b.reason(format!("identity column {column} gives every existing row a value: a rewrite"));
+                b.reason(format!(
+                    "identity column {column} gives every existing row a value: a rewrite"
+                ));
             }
             ConstrType::ConstrNotnull => not_null = true,
             ConstrType::ConstrCheck => {
@@ -474,7 +530,12 @@ fn add_column(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder) -> Piec
             }
             ConstrType::ConstrForeign => {
                 if let Some(pktable) = &constraint.pktable {
-                    b.lock(&range_var_name(pktable), ObjectKind::Table, LockMode::ShareRowExclusive, false);
+                    b.lock(
+                        &range_var_name(pktable),
+                        ObjectKind::Table,
+                        LockMode::ShareRowExclusive,
+                        false,
+                    );
                 }
                 work = work.max(WorkClass::ScanUnderLock);
                 split.push(constraint.clone());
@@ -529,7 +590,9 @@ fn split_inline_constraints(
     );
     match add {
         Ok(step) => result.push(step),
-        Err(StepError(message)) => return Plan::Refused(RefusalCause::UnclassifiedStatement, message),
+        Err(StepError(message)) => {
+            return Plan::Refused(RefusalCause::UnclassifiedStatement, message)
+        }
     }
     for constraint in inline {
         let mut table_constraint = constraint.clone();
@@ -641,16 +704,21 @@ fn add_constraint(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder) -> 
             }
             (OperationKind::AddForeignKey, LockMode::ShareRowExclusive)
         }
-        ConstrType::ConstrPrimary if using_index => {
-            (OperationKind::AddConstraintUsingIndex, LockMode::AccessExclusive)
-        }
-        ConstrType::ConstrUnique if using_index => {
-            (OperationKind::AddConstraintUsingIndex, LockMode::AccessExclusive)
-        }
+        ConstrType::ConstrPrimary if using_index => (
+            OperationKind::AddConstraintUsingIndex,
+            LockMode::AccessExclusive,
+        ),
+        ConstrType::ConstrUnique if using_index => (
+            OperationKind::AddConstraintUsingIndex,
+            LockMode::AccessExclusive,
+        ),
         ConstrType::ConstrPrimary => (OperationKind::AddPrimaryKey, LockMode::AccessExclusive),
         ConstrType::ConstrUnique => (OperationKind::AddUnique, LockMode::AccessExclusive),
         ConstrType::ConstrExclusion => (OperationKind::AddExclusion, LockMode::AccessExclusive),
-        ConstrType::ConstrNotnull => (OperationKind::AddNotNullConstraint, LockMode::AccessExclusive),
+        ConstrType::ConstrNotnull => (
+            OperationKind::AddNotNullConstraint,
+            LockMode::AccessExclusive,
+        ),
         _ => (OperationKind::Unclassified, LockMode::AccessExclusive),
     };
     let piece = |plan: Plan| Piece {
@@ -660,7 +728,9 @@ fn add_constraint(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder) -> 
     };
     let name = named.conname.clone();
     match kind {
-        OperationKind::AddCheck | OperationKind::AddForeignKey | OperationKind::AddNotNullConstraint => {
+        OperationKind::AddCheck
+        | OperationKind::AddForeignKey
+        | OperationKind::AddNotNullConstraint => {
             if not_valid {
                 b.operation(kind, table, Some(&name), WorkClass::CatalogOnly);
                 b.reason("NOT VALID: existing rows are not scanned; run VALIDATE CONSTRAINT later (it does not block writes)");
@@ -673,13 +743,18 @@ fn add_constraint(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder) -> 
                 mode.sql_name()
             ));
             if kind == OperationKind::AddNotNullConstraint
-                && target.context.server_version_num().is_some_and(|v| v < 180000)
+                && target
+                    .context
+                    .server_version_num()
+                    .is_some_and(|v| v < 180000)
             {
                 return piece(Plan::AsWritten);
             }
             match not_valid_then_validate(&named, target) {
                 Ok(steps) => piece(Plan::Sequence(steps)),
-                Err(StepError(message)) => piece(Plan::Refused(RefusalCause::UnclassifiedStatement, message)),
+                Err(StepError(message)) => {
+                    piece(Plan::Refused(RefusalCause::UnclassifiedStatement, message))
+                }
             }
         }
         OperationKind::AddConstraintUsingIndex => {
@@ -783,7 +858,10 @@ fn unique_via_concurrent_index(
         ..Default::default()
     };
     if target.is_partitioned() == Some(true) {
-        let facts = target.facts.map(|f| f.partitions.clone()).unwrap_or_default();
+        let facts = target
+            .facts
+            .map(|f| f.partitions.clone())
+            .unwrap_or_default();
         for partition in &facts {
             let partition_relation = RangeVar {
                 schemaname: partition.name.schema.clone().unwrap_or_default(),
@@ -887,7 +965,12 @@ fn not_null_scaffold(table: &QualifiedName, column: &str) -> Vec<Step> {
 fn set_not_null(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder) -> Piece {
     let column = cmd.name.as_str();
     let piece = |work: WorkClass, plan: Plan, b: &mut Builder| {
-        b.operation(OperationKind::SetNotNull, Some(&target.table), Some(column), work);
+        b.operation(
+            OperationKind::SetNotNull,
+            Some(&target.table),
+            Some(column),
+            work,
+        );
         Piece {
             cmd: cmd.clone(),
             mode: LockMode::AccessExclusive,
@@ -896,22 +979,32 @@ fn set_not_null(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder) -> Pi
     };
     if let Some(facts) = target.facts {
         match facts.column(column) {
+            None if target.declared() => {}
             None => {
                 return piece(
                     WorkClass::CatalogOnly,
                     Plan::Refused(
                         RefusalCause::ColumnMissing,
-                        format!("column {} does not exist in {}", quote_ident(column), facts.name),
+                        format!(
+                            "column {} does not exist in {}",
+                            quote_ident(column),
+                            facts.name
+                        ),
                     ),
                     b,
                 )
             }
             Some(c) if c.not_null => {
-                b.reason(format!("{} is already NOT NULL: nothing to scan", quote_ident(column)));
+                b.reason(format!(
+                    "{} is already NOT NULL: nothing to scan",
+                    quote_ident(column)
+                ));
                 return piece(WorkClass::CatalogOnly, Plan::AsWritten, b);
             }
             Some(_) if facts.has_validated_not_null_check(column) => {
-                b.reason("a validated CHECK (column IS NOT NULL) exists, so PostgreSQL skips the scan");
+                b.reason(
+                    "a validated CHECK (column IS NOT NULL) exists, so PostgreSQL skips the scan",
+                );
                 return piece(WorkClass::CatalogOnly, Plan::AsWritten, b);
             }
             Some(_) => {}
@@ -930,8 +1023,17 @@ fn set_not_null(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder) -> Pi
 
 fn set_expression(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder) -> Piece {
     let column = target.facts.and_then(|facts| facts.column(&cmd.name));
-    if target.context.server_version_num().is_some_and(|v| v < 170000) {
-        b.operation(OperationKind::SetExpression, Some(&target.table), Some(&cmd.name), WorkClass::Rewrite);
+    if target
+        .context
+        .server_version_num()
+        .is_some_and(|v| v < 170000)
+    {
+        b.operation(
+            OperationKind::SetExpression,
+            Some(&target.table),
+            Some(&cmd.name),
+            WorkClass::Rewrite,
+        );
         return Piece {
             cmd: cmd.clone(),
             mode: LockMode::AccessExclusive,
@@ -942,7 +1044,12 @@ fn set_expression(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder) -> 
         };
     }
     if column.is_some_and(|c| c.generated == Some('v')) {
-        b.operation(OperationKind::SetExpression, Some(&target.table), Some(&cmd.name), WorkClass::CatalogOnly);
+        b.operation(
+            OperationKind::SetExpression,
+            Some(&target.table),
+            Some(&cmd.name),
+            WorkClass::CatalogOnly,
+        );
         b.reason("the column is a virtual generated column: no rewrite");
         return Piece {
             cmd: cmd.clone(),
@@ -965,15 +1072,24 @@ fn alter_column_type(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder) 
     let detail = Some(format!("to {new_base}{}", modifiers_text(&modifiers)));
     let facts_column = target.facts.map(|facts| facts.column(column));
     match facts_column {
-        Some(None) => {
-            b.operation(OperationKind::AlterColumnType, Some(&target.table), Some(column), WorkClass::CatalogOnly)
-                .detail = detail;
+        Some(None) if !target.declared() => {
+            b.operation(
+                OperationKind::AlterColumnType,
+                Some(&target.table),
+                Some(column),
+                WorkClass::CatalogOnly,
+            )
+            .detail = detail;
             return Piece {
                 cmd: cmd.clone(),
                 mode: LockMode::AccessExclusive,
                 plan: Plan::Refused(
                     RefusalCause::ColumnMissing,
-                    format!("column {} does not exist in {}", quote_ident(column), target.table),
+                    format!(
+                        "column {} does not exist in {}",
+                        quote_ident(column),
+                        target.table
+                    ),
                 ),
             };
         }
@@ -982,8 +1098,17 @@ fn alter_column_type(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder) 
                 is_binary_coercible(&existing.type_name, existing.typmod, &new_base, new_typmod)
             });
             if coercible {
-                b.operation(OperationKind::AlterColumnType, Some(&target.table), Some(column), WorkClass::CatalogOnly)
-                    .detail = Some(format!("{} -> {new_base}{}", existing.type_sql, modifiers_text(&modifiers)));
+                b.operation(
+                    OperationKind::AlterColumnType,
+                    Some(&target.table),
+                    Some(column),
+                    WorkClass::CatalogOnly,
+                )
+                .detail = Some(format!(
+                    "{} -> {new_base}{}",
+                    existing.type_sql,
+                    modifiers_text(&modifiers)
+                ));
                 b.reason(format!(
                     "{} to {new_base}{} is binary-coercible: no rewrite, catalog only",
                     existing.type_sql,
@@ -1044,7 +1169,12 @@ fn set_persistence(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder) ->
 
 fn set_tablespace(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder) -> Piece {
     if target.is_partitioned() == Some(true) {
-        b.operation(OperationKind::SetTablespace, Some(&target.table), Some(&cmd.name), WorkClass::CatalogOnly);
+        b.operation(
+            OperationKind::SetTablespace,
+            Some(&target.table),
+            Some(&cmd.name),
+            WorkClass::CatalogOnly,
+        );
         b.reason("on a partitioned table SET TABLESPACE only sets the default for future partitions: no data moves");
         return Piece {
             cmd: cmd.clone(),
@@ -1121,14 +1251,41 @@ fn storage_parameters(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder)
 fn trigger_state(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder) -> Piece {
     use AlterTableType as T;
     let (kind, state, name) = match subtype(cmd) {
-        T::AtEnableTrig => (OperationKind::EnableTrigger, TriggerEnabled::Origin, Some(cmd.name.clone())),
-        T::AtEnableAlwaysTrig => (OperationKind::EnableAlwaysTrigger, TriggerEnabled::Always, Some(cmd.name.clone())),
-        T::AtEnableReplicaTrig => (OperationKind::EnableReplicaTrigger, TriggerEnabled::Replica, Some(cmd.name.clone())),
-        T::AtDisableTrig => (OperationKind::DisableTrigger, TriggerEnabled::Disabled, Some(cmd.name.clone())),
-        T::AtEnableTrigAll | T::AtEnableTrigUser => (OperationKind::EnableTrigger, TriggerEnabled::Origin, None),
-        _ => (OperationKind::DisableTrigger, TriggerEnabled::Disabled, None),
+        T::AtEnableTrig => (
+            OperationKind::EnableTrigger,
+            TriggerEnabled::Origin,
+            Some(cmd.name.clone()),
+        ),
+        T::AtEnableAlwaysTrig => (
+            OperationKind::EnableAlwaysTrigger,
+            TriggerEnabled::Always,
+            Some(cmd.name.clone()),
+        ),
+        T::AtEnableReplicaTrig => (
+            OperationKind::EnableReplicaTrigger,
+            TriggerEnabled::Replica,
+            Some(cmd.name.clone()),
+        ),
+        T::AtDisableTrig => (
+            OperationKind::DisableTrigger,
+            TriggerEnabled::Disabled,
+            Some(cmd.name.clone()),
+        ),
+        T::AtEnableTrigAll | T::AtEnableTrigUser => {
+            (OperationKind::EnableTrigger, TriggerEnabled::Origin, None)
+        }
+        _ => (
+            OperationKind::DisableTrigger,
+            TriggerEnabled::Disabled,
+            None,
+        ),
     };
-    b.operation(kind, Some(&target.table), name.as_deref(), WorkClass::CatalogOnly);
+    b.operation(
+        kind,
+        Some(&target.table),
+        name.as_deref(),
+        WorkClass::CatalogOnly,
+    );
     b.effect(Effect::SetsTriggerState {
         table: target.table.clone(),
         name,
@@ -1173,7 +1330,12 @@ fn drop_constraint(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder) ->
         .facts
         .and_then(|facts| facts.foreign_keys_out.iter().find(|fk| fk.name == cmd.name))
     {
-        b.lock(&fk.referenced, ObjectKind::Table, LockMode::AccessExclusive, false);
+        b.lock(
+            &fk.referenced,
+            ObjectKind::Table,
+            LockMode::AccessExclusive,
+            false,
+        );
     }
     Piece {
         cmd: cmd.clone(),
@@ -1190,29 +1352,35 @@ fn partition_cmd(cmd: &AlterTableCmd) -> Option<&pgshift_sql::ast::PartitionCmd>
 }
 
 fn attach_partition(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder) -> Piece {
-    let partition = partition_cmd(cmd).and_then(|p| p.name.as_ref()).map(range_var_name);
+    let partition = partition_cmd(cmd)
+        .and_then(|p| p.name.as_ref())
+        .map(range_var_name);
     if let Some(partition) = &partition {
-        b.lock(partition, ObjectKind::Table, LockMode::AccessExclusive, false);
+        b.lock(
+            partition,
+            ObjectKind::Table,
+            LockMode::AccessExclusive,
+            false,
+        );
     }
     let default = target.facts.and_then(RelationFacts::default_partition);
     if let Some(default) = default {
-        b.lock(&default.name, ObjectKind::Table, LockMode::AccessExclusive, false);
+        b.lock(
+            &default.name,
+            ObjectKind::Table,
+            LockMode::AccessExclusive,
+            false,
+        );
         b.reason(format!(
             "the default partition {} is scanned under ACCESS EXCLUSIVE to prove none of its rows belong to the new partition",
             default.name
         ));
     }
-    let new_partition = partition.as_ref().is_some_and(|p| target.context.is_new(p));
-    let work = if new_partition && default.is_none() {
-        WorkClass::CatalogOnly
-    } else {
-        WorkClass::ScanUnderLock
-    };
     b.operation(
         OperationKind::AttachPartition,
         Some(&target.table),
         partition.as_ref().map(|p| p.name.as_str()),
-        work,
+        WorkClass::ScanUnderLock,
     );
     b.reason("ATTACH PARTITION takes SHARE UPDATE EXCLUSIVE on the parent and scans the attached table under ACCESS EXCLUSIVE, unless a validated CHECK constraint already implies the bound");
     Piece {
@@ -1225,7 +1393,9 @@ fn attach_partition(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder) -
 fn detach_partition(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder) -> Piece {
     let partition_cmd = partition_cmd(cmd);
     let concurrent = partition_cmd.is_some_and(|p| p.concurrent);
-    let partition = partition_cmd.and_then(|p| p.name.as_ref()).map(range_var_name);
+    let partition = partition_cmd
+        .and_then(|p| p.name.as_ref())
+        .map(range_var_name);
     let mode = if concurrent {
         LockMode::ShareUpdateExclusive
     } else {
@@ -1239,13 +1409,14 @@ fn detach_partition(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder) -
     } else {
         OperationKind::DetachPartition
     };
+    let default = target.facts.and_then(RelationFacts::default_partition);
     b.operation(
         kind,
         Some(&target.table),
         partition.as_ref().map(|p| p.name.as_str()),
         WorkClass::CatalogOnly,
-    );
-    let default = target.facts.and_then(RelationFacts::default_partition);
+    )
+    .detail = default.map(|_| HAS_DEFAULT_PARTITION.to_owned());
     let piece = |plan: Plan| Piece {
         cmd: cmd.clone(),
         mode,
@@ -1291,9 +1462,16 @@ fn alter_index(stmt: &AlterTableStmt, index: &QualifiedName, b: &mut Builder) {
     }) {
         match subtype(cmd) {
             AlterTableType::AtAttachPartition => {
-                let child = partition_cmd(cmd).and_then(|p| p.name.as_ref()).map(range_var_name);
+                let child = partition_cmd(cmd)
+                    .and_then(|p| p.name.as_ref())
+                    .map(range_var_name);
                 if let Some(child) = &child {
-                    b.lock(child, ObjectKind::Index, LockMode::ShareUpdateExclusive, false);
+                    b.lock(
+                        child,
+                        ObjectKind::Index,
+                        LockMode::ShareUpdateExclusive,
+                        false,
+                    );
                 }
                 b.operation(
                     OperationKind::AttachIndexPartition,
@@ -1304,15 +1482,30 @@ fn alter_index(stmt: &AlterTableStmt, index: &QualifiedName, b: &mut Builder) {
             }
             AlterTableType::AtSetTableSpace => {
                 mode = mode.max(LockMode::AccessExclusive);
-                b.operation(OperationKind::AlterIndex, Some(index), None, WorkClass::ScanUnderLock)
-                    .detail = Some("SET TABLESPACE copies the index".to_owned());
+                b.operation(
+                    OperationKind::AlterIndex,
+                    Some(index),
+                    None,
+                    WorkClass::ScanUnderLock,
+                )
+                .detail = Some("SET TABLESPACE copies the index".to_owned());
             }
             AlterTableType::AtSetRelOptions | AlterTableType::AtResetRelOptions => {
-                b.operation(OperationKind::AlterIndex, Some(index), None, WorkClass::CatalogOnly);
+                b.operation(
+                    OperationKind::AlterIndex,
+                    Some(index),
+                    None,
+                    WorkClass::CatalogOnly,
+                );
             }
             _ => {
                 mode = mode.max(LockMode::AccessExclusive);
-                b.operation(OperationKind::AlterIndex, Some(index), None, WorkClass::CatalogOnly);
+                b.operation(
+                    OperationKind::AlterIndex,
+                    Some(index),
+                    None,
+                    WorkClass::CatalogOnly,
+                );
             }
         }
     }
@@ -1334,6 +1527,11 @@ fn alter_other_relation(
     };
     b.statement(statement);
     let _ = stmt;
-    b.operation(OperationKind::OtherCatalogChange, Some(name), None, WorkClass::CatalogOnly);
+    b.operation(
+        OperationKind::OtherCatalogChange,
+        Some(name),
+        None,
+        WorkClass::CatalogOnly,
+    );
     b.lock(name, object, LockMode::AccessExclusive, false);
 }

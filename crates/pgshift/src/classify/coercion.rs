@@ -44,7 +44,9 @@ pub fn is_binary_coercible(old: &str, old_typmod: i32, new: &str, new_typmod: i3
     if old == new && old_typmod == new_typmod {
         return true;
     }
-    let widens = |old_limit: i32, new_limit: i32| new_limit == -1 || (old_limit != -1 && new_limit >= old_limit);
+    let widens = |old_limit: i32, new_limit: i32| {
+        new_limit == -1 || (old_limit != -1 && new_limit >= old_limit)
+    };
     match (old, new) {
         ("varchar", "varchar") | ("varbit", "varbit") => widens(old_typmod, new_typmod),
         ("varchar", "text") => true,

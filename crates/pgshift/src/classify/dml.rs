@@ -36,6 +36,9 @@ fn relations_of(node: &NodeEnum) -> Vec<QualifiedName> {
     found
 }
 
+/// The detail of an `UPDATE` or `DELETE` without `WHERE`.
+pub const WHOLE_TABLE: &str = "every row";
+
 pub(crate) fn classify(node: &NodeEnum, context: &Context<'_>, b: &mut Builder) {
     let _ = context;
     let (statement, kind, target, whole_table) = match node {
@@ -91,9 +94,10 @@ pub(crate) fn classify(node: &NodeEnum, context: &Context<'_>, b: &mut Builder) 
     } else {
         WorkClass::DataChange
     };
-    b.operation(kind, target.as_ref(), None, work);
+    let operation = b.operation(kind, target.as_ref(), None, work);
     if whole_table {
-        b.reason("no WHERE clause: every row is changed in one transaction, holding row locks and generating WAL for the whole table");
+        operation.detail = Some(WHOLE_TABLE.to_owned());
+        b.reason("no WHERE clause: every row is changed in one transaction, holding its row locks until the end");
     }
 }
 
@@ -105,7 +109,12 @@ fn classify_copy(stmt: &pgshift_sql::ast::CopyStmt, b: &mut Builder) {
     };
     if stmt.is_from {
         b.lock(&relation, ObjectKind::Table, LockMode::RowExclusive, false);
-        b.operation(OperationKind::Copy, Some(&relation), None, WorkClass::DataChange);
+        b.operation(
+            OperationKind::Copy,
+            Some(&relation),
+            None,
+            WorkClass::DataChange,
+        );
         b.refuse(
             RefusalCause::UnclassifiedStatement,
             "COPY … FROM needs a data stream pgshift does not have; load data with INSERT … SELECT or outside the migration",

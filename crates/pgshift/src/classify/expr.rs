@@ -114,7 +114,9 @@ pub(crate) fn volatility(node: &Node) -> Volatility {
             parts.extend(case.defresult.as_deref());
             combine(parts.into_iter())
         }
-        NodeEnum::CaseWhen(when) => combine(when.expr.iter().chain(when.result.iter()).map(|b| &**b)),
+        NodeEnum::CaseWhen(when) => {
+            combine(when.expr.iter().chain(when.result.iter()).map(|b| &**b))
+        }
         NodeEnum::List(list) => combine(list.items.iter()),
         _ => Volatility::Unknown,
     }
@@ -193,9 +195,15 @@ mod tests {
 
     #[test]
     fn volatile_defaults_are_recognised() {
-        assert_eq!(volatility(&default_of("gen_random_uuid()")), Volatility::Volatile);
+        assert_eq!(
+            volatility(&default_of("gen_random_uuid()")),
+            Volatility::Volatile
+        );
         assert_eq!(volatility(&default_of("now()")), Volatility::Stable);
-        assert_eq!(volatility(&default_of("CURRENT_TIMESTAMP")), Volatility::Stable);
+        assert_eq!(
+            volatility(&default_of("CURRENT_TIMESTAMP")),
+            Volatility::Stable
+        );
         assert_eq!(volatility(&default_of("0")), Volatility::Stable);
         assert_eq!(volatility(&default_of("'{}'::jsonb")), Volatility::Stable);
         assert_eq!(
@@ -208,6 +216,9 @@ mod tests {
     #[test]
     fn referenced_columns_are_distinct_and_ordered() {
         let expr = default_of("a > 0 AND (b IS NOT NULL OR a < 10)");
-        assert_eq!(referenced_columns(&expr), vec!["a".to_owned(), "b".to_owned()]);
+        assert_eq!(
+            referenced_columns(&expr),
+            vec!["a".to_owned(), "b".to_owned()]
+        );
     }
 }

@@ -1,9 +1,13 @@
 //! Index statements: `CREATE INDEX`, `DROP INDEX`, `REINDEX`.
 
-use pgshift_sql::ast::{DefElem, DropStmt, IndexStmt, Node, RangeVar, ReindexObjectType, ReindexStmt};
+use pgshift_sql::ast::{
+    DefElem, DropStmt, IndexStmt, Node, RangeVar, ReindexObjectType, ReindexStmt,
+};
 use pgshift_sql::{NodeEnum, QualifiedName};
 
-use super::names::{constraint_name_for, list_items, qualified_from_parts, range_var_name, strings};
+use super::names::{
+    constraint_name_for, list_items, qualified_from_parts, range_var_name, strings,
+};
 use super::steps::{self, StepError};
 use super::{Builder, Context, ObjectKind, OperationKind, WorkClass};
 use crate::catalog::{Lookup, RelationFacts, RelationKind};
@@ -14,7 +18,10 @@ use crate::route::{Route, Step};
 pub(crate) fn classify_create(stmt: &IndexStmt, context: &Context<'_>, b: &mut Builder) {
     b.statement("create-index");
     let Some(relation) = &stmt.relation else {
-        b.refuse(RefusalCause::UnclassifiedStatement, "CREATE INDEX without a table");
+        b.refuse(
+            RefusalCause::UnclassifiedStatement,
+            "CREATE INDEX without a table",
+        );
         return;
     };
     let table = range_var_name(relation);
@@ -39,7 +46,12 @@ pub(crate) fn classify_create(stmt: &IndexStmt, context: &Context<'_>, b: &mut B
     let partitioned = facts.map(|f| f.kind == RelationKind::PartitionedTable);
     if stmt.concurrent {
         b.outside_transaction_only();
-        b.lock(&table, ObjectKind::Table, LockMode::ShareUpdateExclusive, false);
+        b.lock(
+            &table,
+            ObjectKind::Table,
+            LockMode::ShareUpdateExclusive,
+            false,
+        );
         b.operation(
             OperationKind::CreateIndexConcurrently,
             Some(&table),
@@ -60,20 +72,36 @@ pub(crate) fn classify_create(stmt: &IndexStmt, context: &Context<'_>, b: &mut B
     }
     b.lock(&table, ObjectKind::Table, LockMode::Share, relation.inh);
     if !relation.inh {
-        b.operation(OperationKind::CreateIndex, Some(&table), Some(name), WorkClass::CatalogOnly)
-            .detail = Some("ON ONLY: no build on the partitions".to_owned());
+        b.operation(
+            OperationKind::CreateIndex,
+            Some(&table),
+            Some(name),
+            WorkClass::CatalogOnly,
+        )
+        .detail = Some("ON ONLY: no build on the partitions".to_owned());
         b.reason("ON ONLY creates an invalid partitioned index without building anything");
         return;
     }
-    b.operation(OperationKind::CreateIndex, Some(&table), Some(name), WorkClass::ScanUnderLock);
+    b.operation(
+        OperationKind::CreateIndex,
+        Some(&table),
+        Some(name),
+        WorkClass::ScanUnderLock,
+    );
     if context.is_new(&table) {
-        b.reason(format!("{table} is created earlier in the same input; the build runs as written"));
+        b.reason(format!(
+            "{table} is created earlier in the same input; the build runs as written"
+        ));
         b.route(Route::Native);
         return;
     }
     b.reason(format!(
         "CREATE INDEX builds under SHARE on {table}{}: every write waits for the whole build",
-        if partitioned == Some(true) { " and every partition" } else { "" }
+        if partitioned == Some(true) {
+            " and every partition"
+        } else {
+            ""
+        }
     ));
     if partitioned == Some(true) {
         per_partition(stmt, relation, facts, b);
@@ -83,7 +111,12 @@ pub(crate) fn classify_create(stmt: &IndexStmt, context: &Context<'_>, b: &mut B
         b.reason("offline, the table is assumed not partitioned; a partitioned table gets the per-partition flow (plan against the server to see it)");
     }
     let index_name = index_name_for(stmt, &table.name);
-    match steps::create_index_concurrently(stmt, relation, &index_name, "build the index without blocking writes") {
+    match steps::create_index_concurrently(
+        stmt,
+        relation,
+        &index_name,
+        "build the index without blocking writes",
+    ) {
         Ok(step) => b.route(Route::NativeSequence { steps: vec![step] }),
         Err(StepError(message)) => b.refuse(RefusalCause::UnclassifiedStatement, message),
     }
@@ -169,7 +202,9 @@ fn per_partition(
             "build the partition's index without blocking writes",
         ) {
             Ok(step) => all.push(step),
-            Err(StepError(message)) => return b.refuse(RefusalCause::UnclassifiedStatement, message),
+            Err(StepError(message)) => {
+                return b.refuse(RefusalCause::UnclassifiedStatement, message)
+            }
         }
         all.push(steps::attach_index(&parent_index, &child_index));
     }
@@ -178,9 +213,9 @@ fn per_partition(
 }
 
 fn reindex_concurrently(stmt: &ReindexStmt) -> bool {
-    stmt.params.iter().any(|node| {
-        matches!(&node.node, Some(NodeEnum::DefElem(def)) if def.defname == "concurrently")
-    })
+    stmt.params.iter().any(
+        |node| matches!(&node.node, Some(NodeEnum::DefElem(def)) if def.defname == "concurrently"),
+    )
 }
 
 pub(crate) fn classify_reindex(stmt: &ReindexStmt, context: &Context<'_>, b: &mut Builder) {
@@ -192,7 +227,12 @@ pub(crate) fn classify_reindex(stmt: &ReindexStmt, context: &Context<'_>, b: &mu
             ReindexObjectType::ReindexObjectIndex | ReindexObjectType::ReindexObjectTable
         )
     }) else {
-        b.operation(OperationKind::Reindex, None, Some(&stmt.name), WorkClass::ScanUnderLock);
+        b.operation(
+            OperationKind::Reindex,
+            None,
+            Some(&stmt.name),
+            WorkClass::ScanUnderLock,
+        );
         b.refuse(
             RefusalCause::UnclassifiedStatement,
             "REINDEX SCHEMA, DATABASE or SYSTEM touches every table at once; name the tables or indexes instead",
@@ -208,8 +248,18 @@ pub(crate) fn classify_reindex(stmt: &ReindexStmt, context: &Context<'_>, b: &mu
     let _ = context;
     if reindex_concurrently(stmt) {
         b.outside_transaction_only();
-        b.lock(&name, object, LockMode::ShareUpdateExclusive, object == ObjectKind::Table);
-        b.operation(OperationKind::ReindexConcurrently, Some(&name), None, WorkClass::ConcurrentBuild);
+        b.lock(
+            &name,
+            object,
+            LockMode::ShareUpdateExclusive,
+            object == ObjectKind::Table,
+        );
+        b.operation(
+            OperationKind::ReindexConcurrently,
+            Some(&name),
+            None,
+            WorkClass::ConcurrentBuild,
+        );
         return;
     }
     let mode = if object == ObjectKind::Index {
@@ -218,7 +268,12 @@ pub(crate) fn classify_reindex(stmt: &ReindexStmt, context: &Context<'_>, b: &mu
         LockMode::Share
     };
     b.lock(&name, object, mode, object == ObjectKind::Table);
-    b.operation(OperationKind::Reindex, Some(&name), None, WorkClass::ScanUnderLock);
+    b.operation(
+        OperationKind::Reindex,
+        Some(&name),
+        None,
+        WorkClass::ScanUnderLock,
+    );
     b.reason(if object == ObjectKind::Index {
         "REINDEX INDEX rebuilds under ACCESS EXCLUSIVE on the index (queries using it wait) and SHARE on its table (writes wait)"
     } else {
@@ -266,7 +321,10 @@ pub(crate) fn classify_drop(stmt: &DropStmt, context: &Context<'_>, b: &mut Buil
     };
     for name in &names {
         b.lock(name, ObjectKind::Index, mode, false);
-        if let Some(table) = context.relation(name).and_then(|f| f.indexed_table.as_ref()) {
+        if let Some(table) = context
+            .relation(name)
+            .and_then(|f| f.indexed_table.as_ref())
+        {
             b.lock(table, ObjectKind::Table, mode, false);
         }
         let kind = if stmt.concurrent {

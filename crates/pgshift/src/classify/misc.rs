@@ -41,19 +41,32 @@ pub(crate) fn classify(node: &NodeEnum, context: &Context<'_>, b: &mut Builder) 
                 if stmt.replace {
                     b.lock(view, ObjectKind::View, LockMode::AccessExclusive, false);
                 } else {
-                    b.effect(Effect::Creates { relation: view.clone() });
+                    b.effect(Effect::Creates {
+                        relation: view.clone(),
+                    });
                 }
             }
-            b.operation(OperationKind::CreateView, view.as_ref(), None, WorkClass::CatalogOnly);
+            b.operation(
+                OperationKind::CreateView,
+                view.as_ref(),
+                None,
+                WorkClass::CatalogOnly,
+            );
         }
         NodeEnum::RefreshMatViewStmt(stmt) => {
             b.statement("refresh-materialized-view");
             let view = stmt.relation.as_ref().map(range_var_name);
             let (mode, kind) = if stmt.concurrent {
                 b.outside_transaction_only();
-                (LockMode::Exclusive, OperationKind::RefreshMaterializedViewConcurrently)
+                (
+                    LockMode::Exclusive,
+                    OperationKind::RefreshMaterializedViewConcurrently,
+                )
             } else {
-                (LockMode::AccessExclusive, OperationKind::RefreshMaterializedView)
+                (
+                    LockMode::AccessExclusive,
+                    OperationKind::RefreshMaterializedView,
+                )
             };
             if let Some(view) = &view {
                 b.lock(view, ObjectKind::View, mode, false);
@@ -65,16 +78,31 @@ pub(crate) fn classify(node: &NodeEnum, context: &Context<'_>, b: &mut Builder) 
         }
         NodeEnum::CreatePolicyStmt(stmt) => {
             b.statement("create-policy");
-            policy(stmt.table.as_ref().map(range_var_name), OperationKind::CreatePolicy, &stmt.policy_name, b);
+            policy(
+                stmt.table.as_ref().map(range_var_name),
+                OperationKind::CreatePolicy,
+                &stmt.policy_name,
+                b,
+            );
         }
         NodeEnum::AlterPolicyStmt(stmt) => {
             b.statement("alter-policy");
-            policy(stmt.table.as_ref().map(range_var_name), OperationKind::AlterPolicy, &stmt.policy_name, b);
+            policy(
+                stmt.table.as_ref().map(range_var_name),
+                OperationKind::AlterPolicy,
+                &stmt.policy_name,
+                b,
+            );
         }
         NodeEnum::CreateSeqStmt(stmt) => {
             b.statement("create-sequence");
             let sequence = stmt.sequence.as_ref().map(range_var_name);
-            b.operation(OperationKind::CreateSequence, sequence.as_ref(), None, WorkClass::CatalogOnly);
+            b.operation(
+                OperationKind::CreateSequence,
+                sequence.as_ref(),
+                None,
+                WorkClass::CatalogOnly,
+            );
             if let Some(sequence) = sequence {
                 b.effect(Effect::Creates { relation: sequence });
             }
@@ -83,9 +111,19 @@ pub(crate) fn classify(node: &NodeEnum, context: &Context<'_>, b: &mut Builder) 
             b.statement("alter-sequence");
             let sequence = stmt.sequence.as_ref().map(range_var_name);
             if let Some(sequence) = &sequence {
-                b.lock(sequence, ObjectKind::Sequence, LockMode::ShareRowExclusive, false);
+                b.lock(
+                    sequence,
+                    ObjectKind::Sequence,
+                    LockMode::ShareRowExclusive,
+                    false,
+                );
             }
-            b.operation(OperationKind::AlterSequence, sequence.as_ref(), None, WorkClass::CatalogOnly);
+            b.operation(
+                OperationKind::AlterSequence,
+                sequence.as_ref(),
+                None,
+                WorkClass::CatalogOnly,
+            );
         }
         NodeEnum::CreateStatsStmt(stmt) => {
             b.statement("create-statistics");
@@ -93,8 +131,18 @@ pub(crate) fn classify(node: &NodeEnum, context: &Context<'_>, b: &mut Builder) 
                 Some(NodeEnum::RangeVar(rv)) => Some(range_var_name(rv)),
                 _ => None,
             }) {
-                b.lock(&relation, ObjectKind::Table, LockMode::ShareUpdateExclusive, false);
-                b.operation(OperationKind::CreateStatistics, Some(&relation), None, WorkClass::CatalogOnly);
+                b.lock(
+                    &relation,
+                    ObjectKind::Table,
+                    LockMode::ShareUpdateExclusive,
+                    false,
+                );
+                b.operation(
+                    OperationKind::CreateStatistics,
+                    Some(&relation),
+                    None,
+                    WorkClass::CatalogOnly,
+                );
             }
         }
         NodeEnum::CreatePublicationStmt(stmt) => {
@@ -172,7 +220,12 @@ fn publication_tables(objects: &[pgshift_sql::ast::Node], kind: OperationKind, b
         if let Some(NodeEnum::PublicationObjSpec(spec)) = &object.node {
             if let Some(table) = spec.pubtable.as_ref().and_then(|t| t.relation.as_ref()) {
                 let table = range_var_name(table);
-                b.lock(&table, ObjectKind::Table, LockMode::ShareUpdateExclusive, false);
+                b.lock(
+                    &table,
+                    ObjectKind::Table,
+                    LockMode::ShareUpdateExclusive,
+                    false,
+                );
                 b.operation(kind, Some(&table), None, WorkClass::CatalogOnly);
                 any = true;
             }
@@ -206,7 +259,12 @@ fn comment(stmt: &CommentStmt, b: &mut Builder) {
     if let Some(relation) = &relation {
         b.lock(relation, kind, LockMode::ShareUpdateExclusive, false);
     }
-    b.operation(OperationKind::Comment, relation.as_ref(), None, WorkClass::CatalogOnly);
+    b.operation(
+        OperationKind::Comment,
+        relation.as_ref(),
+        None,
+        WorkClass::CatalogOnly,
+    );
 }
 
 fn grant(stmt: &GrantStmt, b: &mut Builder) {
@@ -219,7 +277,12 @@ fn grant(stmt: &GrantStmt, b: &mut Builder) {
     let mut any = false;
     for object in &stmt.objects {
         if let Some(NodeEnum::RangeVar(rv)) = &object.node {
-            b.operation(kind, Some(&range_var_name(rv)), None, WorkClass::CatalogOnly);
+            b.operation(
+                kind,
+                Some(&range_var_name(rv)),
+                None,
+                WorkClass::CatalogOnly,
+            );
             any = true;
         }
     }

@@ -13,7 +13,7 @@
 
 mod alter_table;
 mod coercion;
-mod dml;
+pub(crate) mod dml;
 mod expr;
 mod index;
 mod misc;
@@ -33,8 +33,13 @@ use crate::refusal::{Refusal, RefusalCause};
 use crate::route::Route;
 use pgshift_sql::{NodeEnum, QualifiedName, Statement};
 
+pub(crate) use alter_table::type_name_parts;
+pub use alter_table::HAS_DEFAULT_PARTITION;
 pub use coercion::is_binary_coercible;
+pub(crate) use coercion::typmod_for;
+pub use dml::WHOLE_TABLE;
 pub use names::constraint_name_for;
+pub(crate) use names::{name_parts, strings as strings_of};
 
 /// How heavy a statement's work is, from lightest to heaviest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -372,8 +377,11 @@ impl Classification {
 /// What the classifier may know beyond the statement itself.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Context<'a> {
-    /// Live facts, when planning against a server.
+    /// Facts about the relations: live ones when planning against a server, or the
+    /// ones declared by a schema file when linting.
     pub facts: Option<&'a CatalogSnapshot>,
+    /// The target server's `server_version_num`, when known.
+    pub server_version_num: Option<i32>,
     /// Relations created earlier in the same input: nobody else can be using them, so
     /// blocking work on them is harmless.
     pub created_earlier: Option<&'a BTreeSet<QualifiedName>>,
@@ -384,12 +392,13 @@ pub struct Context<'a> {
 impl Context<'_> {
     /// The server's `server_version_num`, when known.
     pub fn server_version_num(&self) -> Option<i32> {
-        self.facts.map(|facts| facts.server.version_num)
+        self.server_version_num
     }
 
     /// What the catalog says about a name.
     pub fn lookup(&self, name: &QualifiedName) -> Lookup<'_> {
-        self.facts.map_or(Lookup::Unknown, |facts| facts.lookup(name))
+        self.facts
+            .map_or(Lookup::Unknown, |facts| facts.lookup(name))
     }
 
     /// The facts of a relation, when known and present.

@@ -34,6 +34,11 @@ pub(crate) fn qualified_from_parts(parts: &[String], skip_last: usize) -> Option
     }
 }
 
+/// The name parts of a `List` of `String` nodes (a dropped object's name).
+pub(crate) fn name_parts(node: &Node) -> Vec<String> {
+    strings(list_items(node))
+}
+
 /// The list items of a `List` node.
 pub(crate) fn list_items(node: &Node) -> &[Node] {
     match &node.node {

@@ -1,6 +1,8 @@
 //! Session and transaction statements: `SET`, `RESET`, `BEGIN`, `COMMIT`, ….
 
-use pgshift_sql::ast::{a_const::Val, TransactionStmt, TransactionStmtKind, VariableSetKind, VariableSetStmt};
+use pgshift_sql::ast::{
+    a_const::Val, TransactionStmt, TransactionStmtKind, VariableSetKind, VariableSetStmt,
+};
 use pgshift_sql::NodeEnum;
 
 use super::{Builder, Effect, OperationKind, WorkClass};
@@ -8,7 +10,10 @@ use crate::refusal::RefusalCause;
 
 pub(crate) fn classify_set(stmt: &VariableSetStmt, b: &mut Builder) {
     let kind = VariableSetKind::try_from(stmt.kind).unwrap_or(VariableSetKind::Undefined);
-    let reset = matches!(kind, VariableSetKind::VarReset | VariableSetKind::VarResetAll);
+    let reset = matches!(
+        kind,
+        VariableSetKind::VarReset | VariableSetKind::VarResetAll
+    );
     b.statement(if reset { "reset" } else { "set" });
     b.operation(
         if reset {
@@ -120,9 +125,13 @@ pub(crate) fn classify_transaction(stmt: &TransactionStmt, b: &mut Builder) {
     let kind = K::try_from(stmt.kind).unwrap_or(K::Undefined);
     let (operation, effects): (OperationKind, &[Effect]) = match kind {
         K::TransStmtBegin | K::TransStmtStart => (OperationKind::Begin, &[Effect::Begin]),
-        K::TransStmtCommit if stmt.chain => (OperationKind::Commit, &[Effect::Commit, Effect::Begin]),
+        K::TransStmtCommit if stmt.chain => {
+            (OperationKind::Commit, &[Effect::Commit, Effect::Begin])
+        }
         K::TransStmtCommit => (OperationKind::Commit, &[Effect::Commit]),
-        K::TransStmtRollback if stmt.chain => (OperationKind::Rollback, &[Effect::Rollback, Effect::Begin]),
+        K::TransStmtRollback if stmt.chain => {
+            (OperationKind::Rollback, &[Effect::Rollback, Effect::Begin])
+        }
         K::TransStmtRollback => (OperationKind::Rollback, &[Effect::Rollback]),
         K::TransStmtSavepoint => (OperationKind::Savepoint, &[]),
         K::TransStmtRelease => (OperationKind::ReleaseSavepoint, &[]),

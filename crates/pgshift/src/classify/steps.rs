@@ -61,10 +61,7 @@ pub(crate) fn create_index_concurrently(
 
 /// `CREATE INDEX … ON ONLY parent …`: an invalid partitioned index that partitions'
 /// indexes are attached to.
-pub(crate) fn create_index_on_only(
-    original: &IndexStmt,
-    name: &str,
-) -> Result<Step, StepError> {
+pub(crate) fn create_index_on_only(original: &IndexStmt, name: &str) -> Result<Step, StepError> {
     let mut index = original.clone();
     index.concurrent = false;
     index.idxname = name.to_owned();
@@ -124,7 +121,10 @@ pub(crate) fn alter_table_one(
 /// `ALTER TABLE t VALIDATE CONSTRAINT c`.
 pub(crate) fn validate_constraint(table: &QualifiedName, name: &str) -> Step {
     step(
-        format!("ALTER TABLE {table} VALIDATE CONSTRAINT {}", quote_ident(name)),
+        format!(
+            "ALTER TABLE {table} VALIDATE CONSTRAINT {}",
+            quote_ident(name)
+        ),
         "validate existing rows while reads and writes continue",
         table,
         LockMode::ShareUpdateExclusive,

@@ -18,15 +18,22 @@ use crate::route::Route;
 pub(crate) fn classify_create(stmt: &CreateStmt, context: &Context<'_>, b: &mut Builder) {
     b.statement("create-table");
     let Some(relation) = &stmt.relation else {
-        b.refuse(RefusalCause::UnclassifiedStatement, "CREATE TABLE without a name");
+        b.refuse(
+            RefusalCause::UnclassifiedStatement,
+            "CREATE TABLE without a name",
+        );
         return;
     };
     let table = range_var_name(relation);
     let partition_of = stmt.partbound.is_some();
-    for parent in stmt.inh_relations.iter().filter_map(|node| match &node.node {
-        Some(NodeEnum::RangeVar(rv)) => Some(range_var_name(rv)),
-        _ => None,
-    }) {
+    for parent in stmt
+        .inh_relations
+        .iter()
+        .filter_map(|node| match &node.node {
+            Some(NodeEnum::RangeVar(rv)) => Some(range_var_name(rv)),
+            _ => None,
+        })
+    {
         let mode = if partition_of {
             LockMode::AccessExclusive
         } else {
@@ -37,8 +44,16 @@ pub(crate) fn classify_create(stmt: &CreateStmt, context: &Context<'_>, b: &mut 
             b.reason(format!(
                 "CREATE TABLE … PARTITION OF takes ACCESS EXCLUSIVE on {parent}: every query on it waits while it waits for and holds the lock"
             ));
-            if let Some(default) = context.relation(&parent).and_then(RelationFacts::default_partition) {
-                b.lock(&default.name, ObjectKind::Table, LockMode::AccessExclusive, false);
+            if let Some(default) = context
+                .relation(&parent)
+                .and_then(RelationFacts::default_partition)
+            {
+                b.lock(
+                    &default.name,
+                    ObjectKind::Table,
+                    LockMode::AccessExclusive,
+                    false,
+                );
                 b.reason(format!(
                     "the default partition {} is scanned under ACCESS EXCLUSIVE to check none of its rows belong to the new partition",
                     default.name
@@ -66,7 +81,12 @@ fn foreign_key_locks(element: &Node, b: &mut Builder) {
         Some(NodeEnum::Constraint(_)) => vec![element],
         Some(NodeEnum::TableLikeClause(like)) => {
             if let Some(source) = &like.relation {
-                b.lock(&range_var_name(source), ObjectKind::Table, LockMode::AccessShare, false);
+                b.lock(
+                    &range_var_name(source),
+                    ObjectKind::Table,
+                    LockMode::AccessShare,
+                    false,
+                );
             }
             Vec::new()
         }
@@ -129,10 +149,18 @@ pub(crate) fn classify_drop(stmt: &DropStmt, context: &Context<'_>, b: &mut Buil
         .map(|node| strings(list_items(node)))
         .collect();
     let (statement, object, kind, destructive) = match remove {
-        ObjectType::ObjectTable | ObjectType::ObjectForeignTable => {
-            ("drop-table", Some(ObjectKind::Table), OperationKind::DropTable, true)
-        }
-        ObjectType::ObjectView => ("drop-view", Some(ObjectKind::View), OperationKind::DropView, false),
+        ObjectType::ObjectTable | ObjectType::ObjectForeignTable => (
+            "drop-table",
+            Some(ObjectKind::Table),
+            OperationKind::DropTable,
+            true,
+        ),
+        ObjectType::ObjectView => (
+            "drop-view",
+            Some(ObjectKind::View),
+            OperationKind::DropView,
+            false,
+        ),
         ObjectType::ObjectMatview => (
             "drop-materialized-view",
             Some(ObjectKind::View),
@@ -153,33 +181,64 @@ pub(crate) fn classify_drop(stmt: &DropStmt, context: &Context<'_>, b: &mut Buil
             for parts in &names {
                 if let Some(table) = qualified_from_parts(parts, 1) {
                     b.lock(&table, ObjectKind::Table, LockMode::AccessExclusive, false);
-                    b.operation(OperationKind::DropPolicy, Some(&table), parts.last().map(String::as_str), WorkClass::CatalogOnly);
+                    b.operation(
+                        OperationKind::DropPolicy,
+                        Some(&table),
+                        parts.last().map(String::as_str),
+                        WorkClass::CatalogOnly,
+                    );
                 }
             }
             return;
         }
-        ObjectType::ObjectSchema => ("drop-schema", None, OperationKind::OtherCatalogChange, stmt.behavior == 2),
+        ObjectType::ObjectSchema => (
+            "drop-schema",
+            None,
+            OperationKind::OtherCatalogChange,
+            stmt.behavior == 2,
+        ),
         _ => ("drop", None, OperationKind::OtherCatalogChange, false),
     };
     b.statement(statement);
     for parts in &names {
         let name = qualified_from_parts(parts, 0);
         if let (Some(object), Some(name)) = (object, &name) {
-            b.lock(name, object, LockMode::AccessExclusive, object == ObjectKind::Table);
+            b.lock(
+                name,
+                object,
+                LockMode::AccessExclusive,
+                object == ObjectKind::Table,
+            );
             if let Some(facts) = context.relation(name) {
                 for fk in &facts.foreign_keys_out {
-                    b.lock(&fk.referenced, ObjectKind::Table, LockMode::AccessExclusive, false);
+                    b.lock(
+                        &fk.referenced,
+                        ObjectKind::Table,
+                        LockMode::AccessExclusive,
+                        false,
+                    );
                 }
             }
             if let Lookup::Missing = context.lookup(name) {
                 if !stmt.missing_ok && !context.is_new(name) {
-                    b.refuse(RefusalCause::TableMissing, format!("{name} does not exist in the search path"));
+                    b.refuse(
+                        RefusalCause::TableMissing,
+                        format!("{name} does not exist in the search path"),
+                    );
                 }
             }
         }
-        let label = name.as_ref().map(|n| n.name.clone()).or_else(|| parts.last().cloned());
-        b.operation(kind, name.as_ref().filter(|_| object.is_some()), label.as_deref(), WorkClass::CatalogOnly)
-            .destructive = destructive;
+        let label = name
+            .as_ref()
+            .map(|n| n.name.clone())
+            .or_else(|| parts.last().cloned());
+        b.operation(
+            kind,
+            name.as_ref().filter(|_| object.is_some()),
+            label.as_deref(),
+            WorkClass::CatalogOnly,
+        )
+        .destructive = destructive;
     }
     if destructive {
         b.reason("dropping it destroys its data; no later migration can bring it back");
@@ -193,16 +252,31 @@ pub(crate) fn classify_truncate(stmt: &TruncateStmt, context: &Context<'_>, b: &
         _ => None,
     }) {
         let table = range_var_name(relation);
-        b.lock(&table, ObjectKind::Table, LockMode::AccessExclusive, relation.inh);
+        b.lock(
+            &table,
+            ObjectKind::Table,
+            LockMode::AccessExclusive,
+            relation.inh,
+        );
         if let Some(facts) = context.relation(&table) {
             if stmt.behavior == 2 {
                 for fk in &facts.foreign_keys_in {
-                    b.lock(&fk.referencing, ObjectKind::Table, LockMode::AccessExclusive, false);
+                    b.lock(
+                        &fk.referencing,
+                        ObjectKind::Table,
+                        LockMode::AccessExclusive,
+                        false,
+                    );
                 }
             }
         }
-        b.operation(OperationKind::Truncate, Some(&table), None, WorkClass::DataChange)
-            .destructive = true;
+        b.operation(
+            OperationKind::Truncate,
+            Some(&table),
+            None,
+            WorkClass::DataChange,
+        )
+        .destructive = true;
     }
     b.reason("TRUNCATE removes every row under ACCESS EXCLUSIVE; the data is gone for good");
 }
@@ -216,41 +290,96 @@ pub(crate) fn classify_rename(stmt: &RenameStmt, context: &Context<'_>, b: &mut 
     match (rename, relation) {
         (ObjectType::ObjectTable | ObjectType::ObjectForeignTable, Some(table)) => {
             b.lock(&table, ObjectKind::Table, LockMode::AccessExclusive, false);
-            b.operation(OperationKind::RenameTable, Some(&table), Some(&stmt.newname), WorkClass::CatalogOnly)
-                .detail = Some(format!("{} -> {}", table.name, stmt.newname));
+            b.operation(
+                OperationKind::RenameTable,
+                Some(&table),
+                Some(&stmt.newname),
+                WorkClass::CatalogOnly,
+            )
+            .detail = Some(format!("{} -> {}", table.name, stmt.newname));
         }
         (ObjectType::ObjectColumn, Some(table)) => {
             let object = relation_object(stmt.relation_type);
             b.lock(&table, object, LockMode::AccessExclusive, recurses);
-            b.operation(OperationKind::RenameColumn, Some(&table), Some(&stmt.subname), WorkClass::CatalogOnly)
-                .detail = Some(format!("{} -> {}", stmt.subname, stmt.newname));
+            b.operation(
+                OperationKind::RenameColumn,
+                Some(&table),
+                Some(&stmt.subname),
+                WorkClass::CatalogOnly,
+            )
+            .detail = Some(format!("{} -> {}", stmt.subname, stmt.newname));
         }
         (ObjectType::ObjectTabconstraint, Some(table)) => {
-            b.lock(&table, ObjectKind::Table, LockMode::AccessExclusive, recurses);
-            b.operation(OperationKind::RenameConstraint, Some(&table), Some(&stmt.subname), WorkClass::CatalogOnly)
-                .detail = Some(format!("{} -> {}", stmt.subname, stmt.newname));
+            b.lock(
+                &table,
+                ObjectKind::Table,
+                LockMode::AccessExclusive,
+                recurses,
+            );
+            b.operation(
+                OperationKind::RenameConstraint,
+                Some(&table),
+                Some(&stmt.subname),
+                WorkClass::CatalogOnly,
+            )
+            .detail = Some(format!("{} -> {}", stmt.subname, stmt.newname));
         }
         (ObjectType::ObjectIndex, Some(index)) => {
-            b.lock(&index, ObjectKind::Index, LockMode::ShareUpdateExclusive, false);
-            b.operation(OperationKind::RenameIndex, Some(&index), Some(&stmt.newname), WorkClass::CatalogOnly)
-                .detail = Some(format!("{} -> {}", index.name, stmt.newname));
+            b.lock(
+                &index,
+                ObjectKind::Index,
+                LockMode::ShareUpdateExclusive,
+                false,
+            );
+            b.operation(
+                OperationKind::RenameIndex,
+                Some(&index),
+                Some(&stmt.newname),
+                WorkClass::CatalogOnly,
+            )
+            .detail = Some(format!("{} -> {}", index.name, stmt.newname));
         }
         (ObjectType::ObjectView | ObjectType::ObjectMatview, Some(view)) => {
             b.lock(&view, ObjectKind::View, LockMode::AccessExclusive, false);
-            b.operation(OperationKind::RenameTable, Some(&view), Some(&stmt.newname), WorkClass::CatalogOnly)
-                .detail = Some(format!("{} -> {}", view.name, stmt.newname));
+            b.operation(
+                OperationKind::RenameTable,
+                Some(&view),
+                Some(&stmt.newname),
+                WorkClass::CatalogOnly,
+            )
+            .detail = Some(format!("{} -> {}", view.name, stmt.newname));
         }
         (ObjectType::ObjectSequence, Some(sequence)) => {
-            b.lock(&sequence, ObjectKind::Sequence, LockMode::AccessExclusive, false);
-            b.operation(OperationKind::OtherCatalogChange, Some(&sequence), Some(&stmt.newname), WorkClass::CatalogOnly);
+            b.lock(
+                &sequence,
+                ObjectKind::Sequence,
+                LockMode::AccessExclusive,
+                false,
+            );
+            b.operation(
+                OperationKind::OtherCatalogChange,
+                Some(&sequence),
+                Some(&stmt.newname),
+                WorkClass::CatalogOnly,
+            );
         }
         (ObjectType::ObjectTrigger, Some(table)) => {
             b.lock(&table, ObjectKind::Table, LockMode::AccessExclusive, false);
-            b.operation(OperationKind::RenameTrigger, Some(&table), Some(&stmt.subname), WorkClass::CatalogOnly)
-                .detail = Some(format!("{} -> {}", stmt.subname, stmt.newname));
+            b.operation(
+                OperationKind::RenameTrigger,
+                Some(&table),
+                Some(&stmt.subname),
+                WorkClass::CatalogOnly,
+            )
+            .detail = Some(format!("{} -> {}", stmt.subname, stmt.newname));
         }
         _ => {
-            b.operation(OperationKind::OtherCatalogChange, None, Some(&stmt.newname), WorkClass::CatalogOnly);
+            b.operation(
+                OperationKind::OtherCatalogChange,
+                None,
+                Some(&stmt.newname),
+                WorkClass::CatalogOnly,
+            );
         }
     }
 }
@@ -262,36 +391,61 @@ fn relation_object(relation_type: i32) -> ObjectKind {
     }
 }
 
-pub(crate) fn classify_set_schema(stmt: &AlterObjectSchemaStmt, context: &Context<'_>, b: &mut Builder) {
+pub(crate) fn classify_set_schema(
+    stmt: &AlterObjectSchemaStmt,
+    context: &Context<'_>,
+    b: &mut Builder,
+) {
     b.statement("set-schema");
     let _ = context;
     let object = ObjectType::try_from(stmt.object_type).unwrap_or(ObjectType::Undefined);
     match (object, stmt.relation.as_ref().map(range_var_name)) {
-        (ObjectType::ObjectTable | ObjectType::ObjectView | ObjectType::ObjectMatview | ObjectType::ObjectSequence | ObjectType::ObjectForeignTable, Some(relation)) => {
+        (
+            ObjectType::ObjectTable
+            | ObjectType::ObjectView
+            | ObjectType::ObjectMatview
+            | ObjectType::ObjectSequence
+            | ObjectType::ObjectForeignTable,
+            Some(relation),
+        ) => {
             let kind = match object {
                 ObjectType::ObjectView | ObjectType::ObjectMatview => ObjectKind::View,
                 ObjectType::ObjectSequence => ObjectKind::Sequence,
                 _ => ObjectKind::Table,
             };
             b.lock(&relation, kind, LockMode::AccessExclusive, false);
-            b.operation(OperationKind::SetSchema, Some(&relation), Some(&stmt.newschema), WorkClass::CatalogOnly)
-                .detail = Some(format!("-> schema {}", stmt.newschema));
+            b.operation(
+                OperationKind::SetSchema,
+                Some(&relation),
+                Some(&stmt.newschema),
+                WorkClass::CatalogOnly,
+            )
+            .detail = Some(format!("-> schema {}", stmt.newschema));
         }
         _ => {
-            b.operation(OperationKind::OtherCatalogChange, None, Some(&stmt.newschema), WorkClass::CatalogOnly);
+            b.operation(
+                OperationKind::OtherCatalogChange,
+                None,
+                Some(&stmt.newschema),
+                WorkClass::CatalogOnly,
+            );
         }
     }
 }
 
 fn vacuum_option(stmt: &VacuumStmt, name: &str) -> bool {
     stmt.options.iter().any(|node| match &node.node {
-        Some(NodeEnum::DefElem(def)) if def.defname == name => match def.arg.as_deref().and_then(|a| a.node.as_ref()) {
-            None => true,
-            Some(NodeEnum::Boolean(value)) => value.boolval,
-            Some(NodeEnum::String(value)) => !matches!(value.sval.as_str(), "false" | "off" | "0"),
-            Some(NodeEnum::Integer(value)) => value.ival != 0,
-            _ => true,
-        },
+        Some(NodeEnum::DefElem(def)) if def.defname == name => {
+            match def.arg.as_deref().and_then(|a| a.node.as_ref()) {
+                None => true,
+                Some(NodeEnum::Boolean(value)) => value.boolval,
+                Some(NodeEnum::String(value)) => {
+                    !matches!(value.sval.as_str(), "false" | "off" | "0")
+                }
+                Some(NodeEnum::Integer(value)) => value.ival != 0,
+                _ => true,
+            }
+        }
         _ => false,
     })
 }
@@ -317,20 +471,55 @@ pub(crate) fn classify_vacuum(stmt: &VacuumStmt, context: &Context<'_>, b: &mut 
         })
         .collect();
     if tables.is_empty() {
-        b.operation(if full { OperationKind::VacuumFull } else { OperationKind::Vacuum }, None, None, WorkClass::ConcurrentBuild);
+        b.operation(
+            if full {
+                OperationKind::VacuumFull
+            } else {
+                OperationKind::Vacuum
+            },
+            None,
+            None,
+            WorkClass::ConcurrentBuild,
+        );
         if full {
-            b.refuse(RefusalCause::UnclassifiedStatement, "VACUUM FULL without a table rewrites every table of the database; name the tables");
+            b.refuse(
+                RefusalCause::UnclassifiedStatement,
+                "VACUUM FULL without a table rewrites every table of the database; name the tables",
+            );
         }
         return;
     }
     for table in &tables {
         if full {
             b.lock(table, ObjectKind::Table, LockMode::AccessExclusive, true);
-            b.operation(OperationKind::VacuumFull, Some(table), None, WorkClass::Rewrite);
+            b.operation(
+                OperationKind::VacuumFull,
+                Some(table),
+                None,
+                WorkClass::Rewrite,
+            );
         } else {
-            b.lock(table, ObjectKind::Table, LockMode::ShareUpdateExclusive, true);
-            let kind = if stmt.is_vacuumcmd { OperationKind::Vacuum } else { OperationKind::Analyze };
-            b.operation(kind, Some(table), None, if stmt.is_vacuumcmd { WorkClass::ConcurrentBuild } else { WorkClass::Read });
+            b.lock(
+                table,
+                ObjectKind::Table,
+                LockMode::ShareUpdateExclusive,
+                true,
+            );
+            let kind = if stmt.is_vacuumcmd {
+                OperationKind::Vacuum
+            } else {
+                OperationKind::Analyze
+            };
+            b.operation(
+                kind,
+                Some(table),
+                None,
+                if stmt.is_vacuumcmd {
+                    WorkClass::ConcurrentBuild
+                } else {
+                    WorkClass::Read
+                },
+            );
         }
     }
     if full {
@@ -355,7 +544,12 @@ pub(crate) fn classify_cluster(stmt: &ClusterStmt, context: &Context<'_>, b: &mu
     };
     let table = range_var_name(relation);
     b.lock(&table, ObjectKind::Table, LockMode::AccessExclusive, true);
-    b.operation(OperationKind::Cluster, Some(&table), Some(&stmt.indexname), WorkClass::Rewrite);
+    b.operation(
+        OperationKind::Cluster,
+        Some(&table),
+        Some(&stmt.indexname),
+        WorkClass::Rewrite,
+    );
     b.reason("CLUSTER rewrites the table in index order under ACCESS EXCLUSIVE; copy-and-swap rebuilds it online, in primary-key order (the order of another index is not kept)");
     if context.is_new(&table) {
         b.route(Route::Native);
@@ -375,8 +569,13 @@ pub(crate) fn classify_lock(stmt: &LockStmt, context: &Context<'_>, b: &mut Buil
     }) {
         let table = range_var_name(relation);
         b.lock(&table, ObjectKind::Table, mode, relation.inh);
-        b.operation(OperationKind::LockTable, Some(&table), None, WorkClass::None)
-            .detail = Some(format!("IN {} MODE", mode.sql_name()));
+        b.operation(
+            OperationKind::LockTable,
+            Some(&table),
+            None,
+            WorkClass::None,
+        )
+        .detail = Some(format!("IN {} MODE", mode.sql_name()));
     }
     b.reason(format!(
         "LOCK TABLE holds {} until the transaction ends: it {}",

@@ -16,7 +16,10 @@ const TRIGGER_TYPE_BEFORE: i32 = 1 << 1;
 pub(crate) fn classify_create(stmt: &CreateTrigStmt, context: &Context<'_>, b: &mut Builder) {
     b.statement("create-trigger");
     let Some(relation) = &stmt.relation else {
-        b.refuse(RefusalCause::UnclassifiedStatement, "CREATE TRIGGER without a table");
+        b.refuse(
+            RefusalCause::UnclassifiedStatement,
+            "CREATE TRIGGER without a table",
+        );
         return;
     };
     let table = range_var_name(relation);
@@ -28,7 +31,12 @@ pub(crate) fn classify_create(stmt: &CreateTrigStmt, context: &Context<'_>, b: &
             );
         }
     }
-    b.lock(&table, ObjectKind::Table, LockMode::ShareRowExclusive, relation.inh);
+    b.lock(
+        &table,
+        ObjectKind::Table,
+        LockMode::ShareRowExclusive,
+        relation.inh,
+    );
     let kind = if stmt.replace {
         OperationKind::ReplaceTrigger
     } else if stmt.isconstraint {
@@ -36,7 +44,12 @@ pub(crate) fn classify_create(stmt: &CreateTrigStmt, context: &Context<'_>, b: &
     } else {
         OperationKind::CreateTrigger
     };
-    b.operation(kind, Some(&table), Some(&stmt.trigname), WorkClass::CatalogOnly);
+    b.operation(
+        kind,
+        Some(&table),
+        Some(&stmt.trigname),
+        WorkClass::CatalogOnly,
+    );
     b.reason("CREATE TRIGGER takes SHARE ROW EXCLUSIVE on the table (and every partition): writes wait while it waits for and holds the lock");
     b.reason("a new trigger is ORIGIN-enabled: sessions with session_replication_role = replica skip it; ALTER TABLE … ENABLE ALWAYS TRIGGER makes it fire for them too");
     if stmt.replace {
@@ -63,7 +76,12 @@ pub(crate) fn classify_drop(stmt: &DropStmt, b: &mut Builder) {
             continue;
         };
         b.lock(&table, ObjectKind::Table, LockMode::AccessExclusive, true);
-        b.operation(OperationKind::DropTrigger, Some(&table), Some(&trigger), WorkClass::CatalogOnly);
+        b.operation(
+            OperationKind::DropTrigger,
+            Some(&table),
+            Some(&trigger),
+            WorkClass::CatalogOnly,
+        );
     }
     b.reason("DROP TRIGGER takes ACCESS EXCLUSIVE on the table (and every partition): reads and writes wait while it waits for and holds the lock");
 }
@@ -81,7 +99,12 @@ pub(crate) fn classify_function(stmt: &CreateFunctionStmt, b: &mut Builder) {
         .as_ref()
         .is_some_and(|t| strings(&t.names).last().is_some_and(|n| n == "trigger"));
     let body = function_body(stmt);
-    b.operation(OperationKind::CreateFunction, None, Some(&name.name), WorkClass::CatalogOnly);
+    b.operation(
+        OperationKind::CreateFunction,
+        None,
+        Some(&name.name),
+        WorkClass::CatalogOnly,
+    );
     if stmt.replace && returns_trigger {
         b.reason("replacing a trigger function changes the behaviour of every trigger that calls it as soon as this commits");
     }
@@ -142,11 +165,15 @@ mod tests {
 
     #[test]
     fn raise_levels_are_told_apart() {
-        assert!(body_raises("BEGIN IF x THEN RAISE EXCEPTION 'no'; END IF; END"));
+        assert!(body_raises(
+            "BEGIN IF x THEN RAISE EXCEPTION 'no'; END IF; END"
+        ));
         assert!(body_raises("begin raise 'bad %', x; end"));
         assert!(body_raises("BEGIN RAISE check_violation; END"));
         assert!(body_raises("BEGIN RAISE SQLSTATE '23514'; END"));
-        assert!(!body_raises("BEGIN RAISE NOTICE 'hi'; RAISE WARNING 'x'; END"));
+        assert!(!body_raises(
+            "BEGIN RAISE NOTICE 'hi'; RAISE WARNING 'x'; END"
+        ));
         assert!(!body_raises("BEGIN PERFORM praise(); END"));
         assert!(!body_raises("SELECT 1"));
     }

@@ -1,0 +1,122 @@
+//! Reading and parsing the inputs of `lint` and `plan`, keeping failures per input.
+
+use pgshift::report::InputErrorReport;
+use pgshift::source::{self, SourceError, SourceFile};
+use pgshift_sql::{ParseError, Statement};
+
+/// An input that parsed.
+pub struct ParsedInput {
+    /// The path as given.
+    pub path: String,
+    /// Its statements.
+    pub statements: Vec<Statement>,
+}
+
+/// An input that could not be read or parsed.
+pub struct InputFailure {
+    /// The path as given.
+    pub path: String,
+    /// The machine-readable error.
+    pub report: InputErrorReport,
+}
+
+impl InputFailure {
+    /// The compiler-style line for people: `path:line:col: error: message`.
+    pub fn render(&self) -> String {
+        match (self.report.line, self.report.column) {
+            (Some(line), Some(column)) => {
+                format!(
+                    "{}:{line}:{column}: error: {}",
+                    self.path, self.report.message
+                )
+            }
+            _ => format!("{}: error: {}", self.path, self.report.message),
+        }
+    }
+}
+
+/// Reads and parses every input, in order.
+pub fn load(paths: &[String], max_file_bytes: u64) -> Vec<Result<ParsedInput, InputFailure>> {
+    source::expand_inputs(paths)
+        .into_iter()
+        .map(|input| {
+            let input = input.map_err(read_failure)?;
+            let file = source::read_input(&input, max_file_bytes).map_err(read_failure)?;
+            parse(file)
+        })
+        .collect()
+}
+
+/// Reads and parses schema files, ignoring psql meta-commands.
+pub fn load_schema(
+    paths: &[String],
+    max_file_bytes: u64,
+) -> Vec<Result<ParsedInput, InputFailure>> {
+    source::expand_inputs(paths)
+        .into_iter()
+        .map(|input| {
+            let input = input.map_err(read_failure)?;
+            let mut file = source::read_input(&input, max_file_bytes).map_err(read_failure)?;
+            file.text = source::blank_psql_meta_commands(&file.text);
+            parse(file)
+        })
+        .collect()
+}
+
+/// Parses SQL given on the command line.
+pub fn from_sql(sql: &str) -> Result<ParsedInput, InputFailure> {
+    parse(SourceFile {
+        path: "<sql>".to_owned(),
+        text: sql.to_owned(),
+    })
+}
+
+fn parse(file: SourceFile) -> Result<ParsedInput, InputFailure> {
+    match pgshift_sql::parse(&file.text) {
+        Ok(statements) => Ok(ParsedInput {
+            path: file.path,
+            statements,
+        }),
+        Err(err) => Err(parse_failure(file.path, &err)),
+    }
+}
+
+fn parse_failure(path: String, err: &ParseError) -> InputFailure {
+    let position = err.position();
+    InputFailure {
+        path,
+        report: InputErrorReport {
+            kind: "parse",
+            message: err.to_string(),
+            line: position.map(|p| p.line),
+            column: position.map(|p| p.column),
+        },
+    }
+}
+
+fn read_failure(err: SourceError) -> InputFailure {
+    let path = match &err {
+        SourceError::NotFound { path }
+        | SourceError::Io { path, .. }
+        | SourceError::NotUtf8 { path, .. }
+        | SourceError::TooLarge { path, .. }
+        | SourceError::EmptyDirectory { path } => path.clone(),
+        _ => String::new(),
+    };
+    let position = err.position();
+    let full = err.to_string();
+    let message = full
+        .strip_prefix(&path)
+        .map(|rest| rest.trim_start_matches(|c: char| c == ':' || c.is_ascii_digit() || c == ' '))
+        .unwrap_or(&full)
+        .to_owned();
+    InputFailure {
+        path,
+        report: InputErrorReport {
+            kind: "read",
+            message,
+            line: position.map(|p| p.line),
+            column: position.map(|p| p.column),
+        },
+    }
+}

@@ -1,0 +1,107 @@
+//! `pgshift lint`: offline findings for migration files.
+
+use pgshift::catalog::DeclaredSchema;
+use pgshift::lint::{lint, Severity};
+use pgshift::report::{self, FindingReport, LintReport, LintSummary, LintedFile};
+use pgshift::script::{analyze, transaction_mode_for, Knowledge};
+
+use super::inputs;
+use crate::cli::{Format, LintArgs};
+use crate::exit;
+use crate::render;
+
+/// Runs `pgshift lint` and returns the exit code.
+pub fn run(args: &LintArgs) -> u8 {
+    let mut report = LintReport {
+        format_version: report::FORMAT_VERSION,
+        tool: report::TOOL,
+        tool_version: report::TOOL_VERSION,
+        command: "lint",
+        files: Vec::new(),
+        findings: Vec::new(),
+        summary: LintSummary::default(),
+    };
+    let mut text = String::new();
+    let mut declared = DeclaredSchema::new();
+    for input in inputs::load_schema(&args.schema, args.max_file_bytes) {
+        match input {
+            Ok(parsed) => declared.absorb(&parsed.statements),
+            Err(failure) => {
+                text.push_str(&failure.render());
+                text.push('\n');
+                report.summary.input_errors += 1;
+            }
+        }
+    }
+    for input in inputs::load(&args.paths, args.max_file_bytes) {
+        match input {
+            Err(failure) => {
+                text.push_str(&failure.render());
+                text.push('\n');
+                report.summary.input_errors += 1;
+                report.files.push(LintedFile {
+                    path: failure.path,
+                    statements: 0,
+                    transaction_mode: None,
+                    error: Some(failure.report),
+                });
+            }
+            Ok(parsed) => {
+                let mode = transaction_mode_for(&parsed.statements, args.transaction_mode.into());
+                let count = parsed.statements.len();
+                let snapshot = declared.snapshot();
+                let knowledge = Knowledge {
+                    facts: Some(&snapshot),
+                    server_version_num: None,
+                };
+                let script = analyze(parsed.statements, mode, knowledge);
+                let statements: Vec<_> = script
+                    .statements
+                    .iter()
+                    .map(|s| s.statement.clone())
+                    .collect();
+                declared.absorb(&statements);
+                let mut findings = lint(&script);
+                if count == 0 {
+                    findings.push(render::no_statements_finding());
+                }
+                for finding in &findings {
+                    let statement = script
+                        .statements
+                        .get(finding.statement)
+                        .map_or("", |item| item.statement.text.as_str());
+                    text.push_str(&render::finding(&parsed.path, finding, statement));
+                    report.summary.count(finding.severity);
+                    report
+                        .findings
+                        .push(FindingReport::new(&parsed.path, finding, statement));
+                }
+                report.summary.files += 1;
+                report.files.push(LintedFile {
+                    path: parsed.path,
+                    statements: count,
+                    transaction_mode: Some(mode),
+                    error: None,
+                });
+            }
+        }
+    }
+    match args.format {
+        Format::Json => render::print_json(&report),
+        Format::Text => {
+            text.push_str(&render::lint_summary(&report.summary));
+            print!("{text}");
+        }
+    }
+    if report.summary.input_errors > 0 {
+        exit::INPUT_ERROR
+    } else if report
+        .findings
+        .iter()
+        .any(|finding| finding.severity == Severity::Error)
+    {
+        exit::FINDINGS
+    } else {
+        exit::OK
+    }
+}

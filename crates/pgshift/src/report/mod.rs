@@ -1,0 +1,20 @@
+//! Versioned JSON reports with closed vocabularies, for machines: `lint` and `plan`
+//! output. Renderers for people live in the CLI.
+//!
+//! Every report carries `format_version`; a field is never renamed or given a new
+//! meaning without a new version.
+
+mod lint;
+mod plan;
+
+pub use lint::{FindingReport, InputErrorReport, LintReport, LintSummary, LintedFile};
+pub use plan::{PlanReport, PlanSummary, PlannedFile, PlannedStatement};
+
+/// The version of every JSON report's shape.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// The tool's name in reports.
+pub const TOOL: &str = "pgshift";
+
+/// The tool's version in reports.
+pub const TOOL_VERSION: &str = env!("CARGO_PKG_VERSION");
