@@ -108,7 +108,8 @@ impl DeclaredSchema {
                 Some(NodeEnum::ColumnDef(def)) => {
                     let (column, primary) = column_facts(def);
                     if primary {
-                        facts.primary_key = Some(key_of(&facts.name.name, &[column.clone()]));
+                        facts.primary_key =
+                            Some(key_of(&facts.name.name, std::slice::from_ref(&column)));
                     }
                     facts.columns.push(column);
                 }

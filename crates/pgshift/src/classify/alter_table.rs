@@ -772,7 +772,7 @@ fn add_constraint(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder) -> 
                 target.table
             ));
             unique_via_concurrent_index(constraint, kind, target, b)
-                .map_or_else(|plan| piece(plan), |steps| piece(Plan::Sequence(steps)))
+                .map_or_else(&piece, |steps| piece(Plan::Sequence(steps)))
         }
         OperationKind::AddExclusion => {
             b.operation(kind, table, Some(&name), WorkClass::ScanUnderLock);

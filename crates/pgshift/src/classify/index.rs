@@ -245,7 +245,16 @@ pub(crate) fn classify_reindex(stmt: &ReindexStmt, context: &Context<'_>, b: &mu
     } else {
         ObjectKind::Table
     };
-    let _ = context;
+    let partitioned = context.relation(&name).is_some_and(|facts| {
+        matches!(
+            facts.kind,
+            RelationKind::PartitionedIndex | RelationKind::PartitionedTable
+        )
+    });
+    if partitioned {
+        b.outside_transaction_only();
+        b.reason("REINDEX of a partitioned index or table rebuilds each partition's indexes in its own transaction, so it cannot run inside a transaction block");
+    }
     if reindex_concurrently(stmt) {
         b.outside_transaction_only();
         b.lock(

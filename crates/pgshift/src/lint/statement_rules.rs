@@ -443,19 +443,19 @@ fn destructive_and_renames(item: &AnalyzedStatement, index: usize, sink: &mut Si
                 text_help("expand, then contract: add the new name alongside the old (a new column kept in sync, or a view), move the applications, then remove the old name"),
             );
         }
-        if op.kind == OperationKind::Update || op.kind == OperationKind::Delete {
-            if op.detail.as_deref() == Some(WHOLE_TABLE) {
-                sink.push(
-                    item,
-                    index,
-                    Code::UnbatchedDataChange,
-                    format!(
-                        "{} of every row of {table} in one transaction holds each row's lock until it commits and bloats the table",
-                        kind_name(op.kind)
-                    ),
-                    text_help("batch it by key range, each batch in its own transaction"),
-                );
-            }
+        let whole_table_change = matches!(op.kind, OperationKind::Update | OperationKind::Delete)
+            && op.detail.as_deref() == Some(WHOLE_TABLE);
+        if whole_table_change {
+            sink.push(
+                item,
+                index,
+                Code::UnbatchedDataChange,
+                format!(
+                    "{} of every row of {table} in one transaction holds each row's lock until it commits and bloats the table",
+                    kind_name(op.kind)
+                ),
+                text_help("batch it by key range, each batch in its own transaction"),
+            );
         }
     }
 }
@@ -463,7 +463,7 @@ fn destructive_and_renames(item: &AnalyzedStatement, index: usize, sink: &mut Si
 fn session_settings(item: &AnalyzedStatement, index: usize, sink: &mut Sink<'_>) {
     for effect in &item.classification.effects {
         if let Effect::SetReplicationRole { role, .. } = effect {
-            if role == "replica" {
+            if role.as_str() == "replica" {
                 sink.push(
                     item,
                     index,
