@@ -13,7 +13,11 @@ const SCHEMA: &str = "workloads/relay/schema.sql";
 #[test]
 fn relay_migrations_text_output() {
     let run = pgshift(&["lint", "--schema", SCHEMA, RELAY]);
-    assert_eq!(run.code, 2, "error findings exit with 2; stderr: {}", run.stderr);
+    assert_eq!(
+        run.code, 2,
+        "error findings exit with 2; stderr: {}",
+        run.stderr
+    );
     insta::assert_snapshot!("relay_text", run.stdout);
 }
 
@@ -44,7 +48,11 @@ fn every_documented_hazard_is_found_at_its_line() {
         .map(|f| {
             let path = f["path"].as_str().expect("path");
             let file = path.rsplit('/').next().expect("file name").to_owned();
-            (file, f["line"].as_u64().expect("line"), f["code"].as_str().expect("code").to_owned())
+            (
+                file,
+                f["line"].as_u64().expect("line"),
+                f["code"].as_str().expect("code").to_owned(),
+            )
         })
         .collect();
     // Deviations from the README, each with its reason.
@@ -62,7 +70,10 @@ fn every_documented_hazard_is_found_at_its_line() {
         for hazard in cells[3].split(';').map(str::trim).filter(|h| *h != "none") {
             let (line, kind) = hazard.split_once(' ').expect("`L<n> kind`");
             let line: u64 = line.trim_start_matches('L').parse().expect("line number");
-            if known.iter().any(|k| k.0 == file && k.1 == line && k.2 == kind) {
+            if known
+                .iter()
+                .any(|k| k.0 == file && k.1 == line && k.2 == kind)
+            {
                 continue;
             }
             let code = code_for(kind);
@@ -72,8 +83,15 @@ fn every_documented_hazard_is_found_at_its_line() {
             }
         }
     }
-    assert!(checked > 30, "the README lists the hazards ({checked} checked)");
-    assert!(missing.is_empty(), "hazards not reported:\n{}", missing.join("\n"));
+    assert!(
+        checked > 30,
+        "the README lists the hazards ({checked} checked)"
+    );
+    assert!(
+        missing.is_empty(),
+        "hazards not reported:\n{}",
+        missing.join("\n")
+    );
 }
 
 /// The README's hazard names and pgshift's codes.
@@ -107,7 +125,11 @@ fn a_clean_file_exits_zero() {
         Some(b"SET lock_timeout = '2s';\nCREATE TABLE t (id bigint PRIMARY KEY);\nCREATE INDEX ON t (id);\n"),
     );
     assert_eq!(run.code, 0, "{}", run.stdout);
-    assert!(run.stdout.contains("0 errors, 0 warnings"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("0 errors, 0 warnings"),
+        "{}",
+        run.stdout
+    );
 }
 
 #[test]
@@ -124,7 +146,11 @@ fn empty_and_comment_only_files_warn_and_exit_zero() {
         let path = format!("crates/pgshift/tests/data/bad/{file}");
         let run = pgshift(&["lint", &path]);
         assert_eq!(run.code, 0, "{file}: {}", run.stdout);
-        assert!(run.stdout.contains("warning[no-statements]"), "{file}: {}", run.stdout);
+        assert!(
+            run.stdout.contains("warning[no-statements]"),
+            "{file}: {}",
+            run.stdout
+        );
     }
 }
 
@@ -133,30 +159,58 @@ fn binary_and_non_utf8_files_are_input_errors() {
     let run = pgshift(&["lint", "crates/pgshift/tests/data/bad/binary.sql"]);
     assert_eq!(run.code, 1);
     assert!(
-        run.stdout.contains("binary.sql:") && (run.stdout.contains("not UTF-8") || run.stdout.contains("NUL")),
+        run.stdout.contains("binary.sql:")
+            && (run.stdout.contains("not UTF-8") || run.stdout.contains("NUL")),
         "{}",
         run.stdout
     );
     let run = pgshift(&["lint", "crates/pgshift/tests/data/bad/latin1.sql"]);
     assert_eq!(run.code, 1);
-    assert!(run.stdout.contains("latin1.sql:") && run.stdout.contains("not UTF-8"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("latin1.sql:") && run.stdout.contains("not UTF-8"),
+        "{}",
+        run.stdout
+    );
 }
 
 #[test]
 fn syntax_errors_name_their_position() {
-    let run = pgshift(&["lint", "crates/pgshift/tests/data/bad/syntax_error_line3.sql"]);
+    let run = pgshift(&[
+        "lint",
+        "crates/pgshift/tests/data/bad/syntax_error_line3.sql",
+    ]);
     assert_eq!(run.code, 1);
-    assert!(run.stdout.contains("syntax_error_line3.sql:3:8: error: syntax error"), "{}", run.stdout);
-    let run = pgshift(&["lint", "crates/pgshift/tests/data/bad/unterminated_dollar.sql"]);
+    assert!(
+        run.stdout
+            .contains("syntax_error_line3.sql:3:8: error: syntax error"),
+        "{}",
+        run.stdout
+    );
+    let run = pgshift(&[
+        "lint",
+        "crates/pgshift/tests/data/bad/unterminated_dollar.sql",
+    ]);
     assert_eq!(run.code, 1);
-    assert!(run.stdout.contains("unterminated_dollar.sql:"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("unterminated_dollar.sql:"),
+        "{}",
+        run.stdout
+    );
     assert!(run.stdout.contains("error:"), "{}", run.stdout);
 }
 
 #[test]
 fn hostile_identifiers_parse_and_lint() {
-    let run = pgshift(&["lint", "crates/pgshift/tests/data/bad/hostile_identifiers.sql"]);
-    assert!(run.code == 0 || run.code == 2, "{} {}", run.stdout, run.stderr);
+    let run = pgshift(&[
+        "lint",
+        "crates/pgshift/tests/data/bad/hostile_identifiers.sql",
+    ]);
+    assert!(
+        run.code == 0 || run.code == 2,
+        "{} {}",
+        run.stdout,
+        run.stderr
+    );
     assert!(run.stderr.is_empty(), "{}", run.stderr);
 }
 
@@ -181,7 +235,12 @@ fn unknown_options_and_missing_paths_exit_one() {
     assert!(run.stderr.contains("--no-such-flag"), "{}", run.stderr);
     let run = pgshift(&["lint", "does/not/exist.sql"]);
     assert_eq!(run.code, 1);
-    assert!(run.stdout.contains("does/not/exist.sql: error: no such file"), "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("does/not/exist.sql: error: no such file"),
+        "{}",
+        run.stdout
+    );
     let run = pgshift(&["lint"]);
     assert_eq!(run.code, 1);
 }
@@ -199,7 +258,12 @@ fn random_bytes_never_crash_the_linter() {
             })
             .collect();
         let run = pgshift_with_stdin(&["lint", "-"], Some(&bytes));
-        assert!(run.code == 0 || run.code == 1 || run.code == 2, "exit {}: {}", run.code, run.stderr);
+        assert!(
+            run.code == 0 || run.code == 1 || run.code == 2,
+            "exit {}: {}",
+            run.code,
+            run.stderr
+        );
         assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
     }
 }

@@ -79,6 +79,7 @@ pub fn parse(text: &str) -> Result<Vec<Statement>, ParseError> {
             position: lines.position(offset),
         });
     }
+    // INV: CO-1 — one parse of the whole text by the real grammar; statements come from its offsets.
     let tree = match pg_query::parse(text, 0) {
         Ok(tree) => tree,
         Err(pg_query::Error::Parse(message)) => return Err(syntax_error(text, &lines, message)),

@@ -14,6 +14,7 @@ pub mod classify;
 pub mod connect;
 pub mod lint;
 pub mod lock;
+pub mod plan;
 pub mod refusal;
 pub mod report;
 pub mod route;

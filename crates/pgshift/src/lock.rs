@@ -177,7 +177,10 @@ mod tests {
     #[test]
     fn names_round_trip() {
         for mode in LockMode::ALL {
-            assert_eq!(LockMode::from_pg_locks_name(mode.pg_locks_name()), Some(mode));
+            assert_eq!(
+                LockMode::from_pg_locks_name(mode.pg_locks_name()),
+                Some(mode)
+            );
         }
         assert_eq!(LockMode::from_pg_number(8), Some(AccessExclusive));
         assert_eq!(LockMode::from_pg_number(0), None);

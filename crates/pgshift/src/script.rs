@@ -173,6 +173,8 @@ pub struct Knowledge<'a> {
     pub facts: Option<&'a CatalogSnapshot>,
     /// The target server's `server_version_num`.
     pub server_version_num: Option<i32>,
+    /// Relations created before this file in the same run (they count as new).
+    pub created_earlier: Option<&'a BTreeSet<QualifiedName>>,
 }
 
 impl Knowledge<'_> {
@@ -196,7 +198,7 @@ pub fn analyze(
         local_lock_timeout: None,
         session_replica: false,
         local_replica: None,
-        created: BTreeSet::new(),
+        created: knowledge.created_earlier.cloned().unwrap_or_default(),
         transactions: Vec::new(),
     };
     if mode == TransactionMode::File && !statements.is_empty() {

@@ -28,7 +28,12 @@ fn render(statement: &str, classification: &Classification) -> String {
             text
         })
         .collect();
-    let _ = writeln!(out, "  kind: {}; ops: {}", classification.statement, ops.join(", "));
+    let _ = writeln!(
+        out,
+        "  kind: {}; ops: {}",
+        classification.statement,
+        ops.join(", ")
+    );
     let locks: Vec<String> = classification
         .locks
         .iter()
@@ -41,7 +46,15 @@ fn render(statement: &str, classification: &Classification) -> String {
             )
         })
         .collect();
-    let _ = writeln!(out, "  locks: {}", if locks.is_empty() { "none".to_owned() } else { locks.join("; ") });
+    let _ = writeln!(
+        out,
+        "  locks: {}",
+        if locks.is_empty() {
+            "none".to_owned()
+        } else {
+            locks.join("; ")
+        }
+    );
     let _ = writeln!(
         out,
         "  work: {:?}; transaction: {:?}; destructive: {}",
@@ -55,12 +68,20 @@ fn render(statement: &str, classification: &Classification) -> String {
                     out,
                     "    - {}{}",
                     step.sql,
-                    if step.transactional { "" } else { "  [outside transaction]" }
+                    if step.transactional {
+                        ""
+                    } else {
+                        "  [outside transaction]"
+                    }
                 );
             }
         }
         Route::Refused { refusal } => {
-            let _ = writeln!(out, "  route: refused ({}, {:?})", refusal.cause, refusal.class);
+            let _ = writeln!(
+                out,
+                "  route: refused ({}, {:?})",
+                refusal.cause, refusal.class
+            );
         }
         other => {
             let _ = writeln!(out, "  route: {}", other.name());
@@ -82,8 +103,9 @@ fn every_form_classifies_offline() {
     insta::assert_snapshot!("offline", out);
 }
 
+// INV: CO-2 — every step pgshift writes parses back as one statement.
 #[test]
-fn every_generated_step_parses_back() {
+fn inv_co_2_every_generated_step_parses_back() {
     let text = include_str!("data/classify/forms.sql");
     for statement in pgshift_sql::parse(text).expect("parses") {
         let classification = classify(&statement, &Context::default());

@@ -145,6 +145,48 @@ async fn session_runs_under_budgets_as_pgshift_with_catalog_search_path() {
     assert_eq!(session.user_search_path(), ["$user", "public"]);
 }
 
+// INV: LK-2 — a session is never handed out without its budgets, and a budget of 0
+// (no timeout) or beyond the caps is refused before connecting.
+#[tokio::test]
+async fn inv_lk_2_sessions_have_bounded_timeouts() {
+    let cluster = shared();
+    let session = session(&cluster.connection_string("postgres")).await;
+    for (setting, expected) in [
+        ("lock_timeout", "1234ms"),
+        ("statement_timeout", "45678ms"),
+        ("idle_in_transaction_session_timeout", "7s"),
+    ] {
+        assert_eq!(show(&session, setting).await, expected, "{setting}");
+    }
+    let unbounded = [
+        SessionBudgets {
+            lock_timeout_ms: 0,
+            ..BUDGETS
+        },
+        SessionBudgets {
+            statement_timeout_ms: 0,
+            ..BUDGETS
+        },
+        SessionBudgets {
+            idle_in_transaction_timeout_ms: 0,
+            ..BUDGETS
+        },
+        SessionBudgets {
+            lock_timeout_ms: SessionBudgets::LOCK_TIMEOUT_MS_MAX + 1,
+            ..BUDGETS
+        },
+    ];
+    for budgets in unbounded {
+        let result =
+            pgshift::connect::connect(&spec(&cluster.connection_string("postgres")), &budgets)
+                .await;
+        assert!(
+            matches!(result, Err(ConnectError::InvalidBudget { .. })),
+            "{budgets:?} must be refused"
+        );
+    }
+}
+
 #[tokio::test]
 async fn user_search_path_is_read_from_the_role() {
     let cluster = shared();

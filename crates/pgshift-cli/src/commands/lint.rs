@@ -53,6 +53,7 @@ pub fn run(args: &LintArgs) -> u8 {
                 let knowledge = Knowledge {
                     facts: Some(&snapshot),
                     server_version_num: None,
+                    created_earlier: None,
                 };
                 let script = analyze(parsed.statements, mode, knowledge);
                 let statements: Vec<_> = script

@@ -1,8 +1,9 @@
 //! One module per command; each returns its exit code.
 
+mod demo;
 mod inputs;
 mod lint;
-mod plan;
+pub(crate) mod plan;
 
 use std::process::ExitCode;
 
@@ -14,14 +15,9 @@ pub fn run(cli: Cli) -> ExitCode {
     let code = match cli.command {
         Command::Lint(args) => lint::run(&args),
         Command::Plan(args) => plan::run(&args),
-        Command::Demo(args) => crate::commands::demo_unavailable(&args),
+        Command::Demo(args) => demo::run(&args),
     };
     ExitCode::from(code)
-}
-
-fn demo_unavailable(_args: &crate::cli::DemoArgs) -> u8 {
-    eprintln!("pgshift demo: not built yet");
-    crate::exit::INPUT_ERROR
 }
 
 impl From<TransactionModeArg> for TransactionMode {

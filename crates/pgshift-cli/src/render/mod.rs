@@ -2,8 +2,10 @@
 //! place JSON is printed.
 
 mod findings;
+mod plan;
 
 pub use findings::{finding, lint_summary, no_statements_finding};
+pub use plan::plan;
 
 use serde::Serialize;
 

@@ -2,6 +2,8 @@
 
 pub mod declared;
 pub mod facts;
+pub mod read;
 
 pub use declared::DeclaredSchema;
 pub use facts::*;
+pub use read::{read_snapshot, CatalogError};

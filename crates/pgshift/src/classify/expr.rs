@@ -97,6 +97,7 @@ pub(crate) fn volatility(node: &Node) -> Volatility {
                 Volatility::Volatile
             } else if schema_ok && STABLE_FUNCTIONS.contains(&name) {
                 combine(call.args.iter())
+            // INV: CO-3 — a function of unknown volatility is not assumed stable.
             } else {
                 Volatility::Unknown
             }

@@ -171,7 +171,15 @@ fn per_partition(
     let columns = index_columns(stmt);
     let columns: Vec<&str> = columns.iter().map(String::as_str).collect();
     let mut all: Vec<Step> = Vec::new();
-    let on_only = steps::create_index_on_only(stmt, &parent_name);
+    let mut parent_stmt = stmt.clone();
+    parent_stmt.relation = Some(RangeVar {
+        schemaname: facts.name.schema.clone().unwrap_or_default(),
+        relname: facts.name.name.clone(),
+        inh: false,
+        relpersistence: "p".to_owned(),
+        ..relation.clone()
+    });
+    let on_only = steps::create_index_on_only(&parent_stmt, &parent_name);
     match on_only {
         Ok(step) => all.push(step),
         Err(StepError(message)) => return b.refuse(RefusalCause::UnclassifiedStatement, message),
@@ -208,7 +216,6 @@ fn per_partition(
         }
         all.push(steps::attach_index(&parent_index, &child_index));
     }
-    let _ = relation;
     b.route(Route::NativeSequence { steps: all });
 }
 

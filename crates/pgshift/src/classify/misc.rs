@@ -187,6 +187,7 @@ pub(crate) fn classify(node: &NodeEnum, context: &Context<'_>, b: &mut Builder) 
         | NodeEnum::CreateAmStmt(_)
         | NodeEnum::CreatePlangStmt(_)
         | NodeEnum::RuleStmt(_) => catalog(b, "catalog-change", OperationKind::OtherCatalogChange),
+        // INV: RF-2 — an unclassified statement is refused, never run.
         other => {
             b.statement("unclassified");
             b.operation(OperationKind::Unclassified, None, None, WorkClass::Opaque);

@@ -351,7 +351,8 @@ pub struct Classification {
     pub transaction: TransactionUse,
     /// Whether any operation is destructive.
     pub destructive: bool,
-    /// How pgshift would run it.
+    /// How pgshift would run it (flattened: `route`, then `steps` or `refusal`).
+    #[serde(flatten)]
     pub route: Route,
     /// Why the route and work are what they are (assumptions included).
     pub reasons: Vec<String>,
@@ -500,6 +501,7 @@ impl Builder {
     }
 
     /// Records a lock, keeping the strongest mode per relation.
+    // INV: LK-1 — the one place a stated lock is recorded; tests/lock_modes.rs checks each against pg_locks.
     pub(crate) fn lock(
         &mut self,
         relation: &QualifiedName,

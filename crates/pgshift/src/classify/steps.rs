@@ -202,6 +202,7 @@ pub(crate) fn drop_index_concurrently(index: &QualifiedName, if_exists: bool) ->
 }
 
 /// A statement node written back as SQL.
+// INV: CO-2 — steps are deparsed syntax trees or fixed shapes with quoted identifiers.
 pub(crate) fn deparse_node(node: NodeEnum) -> Result<String, StepError> {
     deparse(&node).map_err(|err| StepError(err.to_string()))
 }

@@ -41,6 +41,7 @@ impl Password {
     }
 }
 
+// INV: SE-2 — a password prints as a fixed mask, whatever is asked of it.
 impl fmt::Debug for Password {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(REDACTED)

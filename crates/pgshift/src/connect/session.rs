@@ -105,6 +105,7 @@ async fn prepare_unbounded(
     endpoint: &str,
     budgets: &SessionBudgets,
 ) -> Result<Session, ConnectError> {
+    // INV: LK-2 — budgets are validated and set before the session is used for anything.
     let budget_sql = format!(
         "SET application_name = '{APPLICATION_NAME}'; {}",
         budgets.set_statements()?
@@ -146,6 +147,7 @@ async fn prepare_unbounded(
     let current_user = column(2)?;
     let database = column(3)?;
     client
+        // INV: SE-1 — no schema the user can write to is searched before pg_catalog.
         .batch_execute("SET search_path = pg_catalog, pg_temp")
         .await
         .map_err(|error| ConnectError::setup("set_search_path", error))?;

@@ -1,0 +1,199 @@
+//! A plan for people: per statement, the route, the locks and what they block, the
+//! work, the live facts of the table, the reasons and the exact steps.
+
+use std::fmt::Write;
+
+use pgshift::catalog::{RelationFacts, RelationKind, TriggerEnabled};
+use pgshift::classify::{Classification, WorkClass};
+use pgshift::report::{PlanReport, PlannedStatement};
+use pgshift::route::Route;
+
+/// The whole plan as text.
+pub fn plan(report: &PlanReport, target: &str) -> String {
+    let mut out = String::new();
+    if let Some(server) = &report.server {
+        let _ = writeln!(out, "Plan against PostgreSQL {} ({target})", server.version);
+    }
+    for file in &report.files {
+        let _ = writeln!(out, "\n{}", file.path);
+        if file.statements.is_empty() {
+            let _ = writeln!(out, "  (no statements)");
+        }
+        for statement in &file.statements {
+            render_statement(&mut out, statement, &report.relations);
+        }
+    }
+    let s = &report.summary;
+    let _ = writeln!(
+        out,
+        "\n{} statement{}: {} native, {} native sequence, {} copy-and-swap, {} refused",
+        s.statements,
+        if s.statements == 1 { "" } else { "s" },
+        s.native,
+        s.native_sequence,
+        s.copy_and_swap,
+        s.refused
+    );
+    out
+}
+
+fn render_statement(out: &mut String, statement: &PlannedStatement, relations: &[RelationFacts]) {
+    let c = &statement.classification;
+    let first_line = statement.sql.lines().next().unwrap_or("");
+    let more = if statement.sql.lines().count() > 1 {
+        " …"
+    } else {
+        ""
+    };
+    let _ = writeln!(
+        out,
+        "  {}:{}  {first_line}{more}",
+        statement.line, statement.column
+    );
+    let _ = writeln!(out, "      route: {}", route_line(&c.route));
+    let _ = writeln!(out, "      work:  {}", work_words(c.work));
+    for lock in &c.locks {
+        let facts = relations.iter().find(|r| r.name.matches(&lock.relation));
+        let partitions = match facts {
+            Some(f) if lock.recurses && !f.partitions.is_empty() => {
+                format!(" and its {} partitions", f.partitions.len())
+            }
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "      lock:  {} on {}{partitions}: {}",
+            lock.mode.sql_name(),
+            lock.relation,
+            lock.mode.blocks_description()
+        );
+    }
+    for relation in c.locks.iter().filter_map(|lock| {
+        relations
+            .iter()
+            .find(|r| r.name.matches(&lock.relation) && r.kind.is_table())
+    }) {
+        let _ = writeln!(out, "      table: {}", table_summary(relation));
+    }
+    if c.destructive {
+        let _ = writeln!(out, "      destroys data: yes");
+    }
+    for reason in &c.reasons {
+        let _ = writeln!(out, "      why:   {reason}");
+    }
+    render_route_details(out, c);
+}
+
+fn render_route_details(out: &mut String, c: &Classification) {
+    match &c.route {
+        Route::NativeSequence { steps } => {
+            let _ = writeln!(out, "      steps:");
+            for (number, step) in steps.iter().enumerate() {
+                let lock = step
+                    .lock
+                    .as_ref()
+                    .map(|l| format!("{} on {}", l.mode.sql_name(), l.relation))
+                    .unwrap_or_else(|| "no table lock".to_owned());
+                let outside = if step.transactional {
+                    ""
+                } else {
+                    ", outside a transaction"
+                };
+                let _ = writeln!(out, "        {}. {};", number + 1, step.sql);
+                let _ = writeln!(
+                    out,
+                    "           [{lock}; {}{outside}]",
+                    work_words(step.work)
+                );
+            }
+        }
+        Route::Refused { refusal } => {
+            let _ = writeln!(out, "      refused: {}", refusal.message);
+        }
+        Route::Native | Route::CopyAndSwap => {}
+    }
+}
+
+fn route_line(route: &Route) -> String {
+    match route {
+        Route::Native => "native, as written, under a bounded lock budget".to_owned(),
+        Route::NativeSequence { steps } => format!(
+            "native sequence of {} step{}, each committed on its own",
+            steps.len(),
+            if steps.len() == 1 { "" } else { "s" }
+        ),
+        Route::CopyAndSwap => "copy-and-swap (online rewrite through a shadow table)".to_owned(),
+        Route::Refused { refusal } => format!(
+            "REFUSED ({}, {})",
+            refusal.cause,
+            serde_json::to_value(refusal.class)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default()
+        ),
+    }
+}
+
+fn work_words(work: WorkClass) -> &'static str {
+    match work {
+        WorkClass::None => "none",
+        WorkClass::Read => "reads rows",
+        WorkClass::CatalogOnly => "catalog only",
+        WorkClass::ConcurrentBuild => "concurrent build or validation (reads and writes continue)",
+        WorkClass::DataChange => "changes rows",
+        WorkClass::ScanUnderLock => "full scan under the lock",
+        WorkClass::Rewrite => "full rewrite under the lock",
+        WorkClass::Opaque => "unknown (procedural code)",
+    }
+}
+
+/// `partitioned (8 partitions), 1.2 GB, ~2,400,000 rows, 5 triggers (5 origin)`.
+fn table_summary(facts: &RelationFacts) -> String {
+    let mut parts = vec![facts.name.to_string()];
+    if facts.kind == RelationKind::PartitionedTable {
+        parts.push(format!(
+            "partitioned ({} partitions)",
+            facts.partitions.len()
+        ));
+    }
+    parts.push(human_bytes(facts.sizes.total_bytes));
+    if facts.row_estimate >= 0 {
+        parts.push(format!("~{} rows", facts.row_estimate));
+    } else {
+        parts.push("rows unknown (never analysed)".to_owned());
+    }
+    if !facts.triggers.is_empty() {
+        let origin = facts
+            .triggers
+            .iter()
+            .filter(|t| t.enabled == TriggerEnabled::Origin)
+            .count();
+        parts.push(format!(
+            "{} trigger{} ({origin} ORIGIN-enabled)",
+            facts.triggers.len(),
+            if facts.triggers.len() == 1 { "" } else { "s" }
+        ));
+    }
+    if !facts.foreign_keys_in.is_empty() {
+        parts.push(format!("{} foreign keys in", facts.foreign_keys_in.len()));
+    }
+    if !facts.dependent_views.is_empty() {
+        parts.push(format!("{} dependent views", facts.dependent_views.len()));
+    }
+    parts.join(", ")
+}
+
+fn human_bytes(bytes: i64) -> String {
+    const UNITS: [&str; 5] = ["B", "kB", "MB", "GB", "TB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}

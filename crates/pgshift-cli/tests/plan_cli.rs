@@ -1,0 +1,195 @@
+//! `pgshift plan` and `pgshift demo` end to end against real PostgreSQL.
+
+mod common;
+
+use std::sync::OnceLock;
+
+use common::{pgshift, workspace_root};
+use pgshift_embedded::{shared_cluster, Cluster};
+
+/// A database holding the relay schema, shared by the tests of this binary (plan is
+/// read-only, so they cannot disturb each other).
+fn relay() -> (&'static Cluster, &'static str) {
+    static DB: OnceLock<String> = OnceLock::new();
+    let cluster = shared_cluster().expect("a PostgreSQL cluster starts");
+    let db = DB.get_or_init(|| {
+        let db = cluster.fresh_database("plan_cli").expect("database");
+        cluster
+            .psql_file(&db, workspace_root().join("workloads/relay/schema.sql"))
+            .expect("relay schema loads");
+        cluster
+            .psql(&db, "ANALYZE; CREATE ROLE planner LOGIN PASSWORD 's3cret-Pa55'; GRANT pg_read_all_data TO planner;")
+            .expect("setup");
+        db
+    });
+    (cluster, db.as_str())
+}
+
+#[test]
+fn plan_shows_routes_with_live_facts() {
+    let (cluster, db) = relay();
+    let url = cluster.connection_string(db);
+    let run = pgshift(&[
+        "plan",
+        "--url",
+        &url,
+        "--sql",
+        "CREATE INDEX events_kind_idx2 ON events (kind); ALTER TABLE events ALTER COLUMN content TYPE varchar(100)",
+    ]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.starts_with("Plan against PostgreSQL"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("native sequence of 17 steps"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("ON ONLY public.events"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("copy-and-swap"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("partitioned (8 partitions)"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn plan_json_is_versioned_and_complete() {
+    let (cluster, db) = relay();
+    let url = cluster.url(db);
+    let run = pgshift(&[
+        "plan",
+        "--url",
+        &url,
+        "--format",
+        "json",
+        "crates/pgshift/tests/data/migrations/relay/0006_channels_name_not_null.sql",
+    ]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let json: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON on stdout");
+    assert_eq!(json["format_version"], 1);
+    assert_eq!(json["command"], "plan");
+    assert!(json["server"]["version_num"].as_i64().expect("version") >= 140000);
+    let statement = &json["files"][0]["statements"][0];
+    assert_eq!(statement["route"], "native-sequence");
+    assert_eq!(statement["work"], "scan-under-lock");
+    assert_eq!(statement["locks"][0]["mode"], "access-exclusive");
+    assert_eq!(statement["steps"].as_array().expect("steps").len(), 4);
+    let channels = json["relations"]
+        .as_array()
+        .expect("relations")
+        .iter()
+        .find(|r| r["name"]["name"] == "channels")
+        .expect("facts of channels");
+    assert_eq!(channels["kind"], "table");
+    assert_eq!(json["summary"]["native_sequence"], 1);
+}
+
+#[test]
+fn a_refused_statement_exits_two() {
+    let (cluster, db) = relay();
+    let url = cluster.connection_string(db);
+    let run = pgshift(&[
+        "plan",
+        "--url",
+        &url,
+        "--sql",
+        "ALTER TABLE no_such_table ADD COLUMN x int",
+    ]);
+    assert_eq!(run.code, 2, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("REFUSED (table-missing, invalid)"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn connection_and_input_errors_exit_one() {
+    let run = pgshift(&[
+        "plan",
+        "--url",
+        "host=/nonexistent/socket/dir port=5432 user=x dbname=y connect_timeout=2",
+        "--sql",
+        "SELECT 1",
+    ]);
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("cannot connect"), "{}", run.stderr);
+    let run = pgshift(&[
+        "plan",
+        "--url",
+        "postgresql://x@localhost/db",
+        "--sql",
+        "SELEC 1",
+    ]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.contains("<sql>:1:1: error: syntax error"),
+        "{}",
+        run.stderr
+    );
+    let run = pgshift(&["plan", "--url", "postgresql://x@localhost/db"]);
+    assert_eq!(run.code, 1);
+}
+
+// INV: SE-2 — the password is in the URL given; it appears in no output, on success or failure.
+#[test]
+fn inv_se_2_passwords_never_appear_in_output() {
+    let (cluster, db) = relay();
+    let tcp = cluster.tcp_connection_string(db);
+    let base = tcp.unwrap_or_else(|| cluster.connection_string(db));
+    for password in ["s3cret-Pa55", "wrong-Pa55word"] {
+        let url = format!("{base} user=planner password={password}");
+        for format in ["text", "json"] {
+            let run = pgshift(&[
+                "plan",
+                "--url",
+                &url,
+                "--format",
+                format,
+                "--sql",
+                "ALTER TABLE events ADD COLUMN x int",
+            ]);
+            assert!(
+                run.code == 0 || run.code == 1,
+                "{}\n{}",
+                run.stdout,
+                run.stderr
+            );
+            assert!(!run.stdout.contains(password), "stdout leaks the password");
+            assert!(
+                !run.stderr.contains(password),
+                "stderr leaks the password: {}",
+                run.stderr
+            );
+        }
+    }
+}
+
+#[test]
+fn demo_runs_and_cleans_up() {
+    let run = pgshift(&["demo"]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    for expected in [
+        "pgshift plan",
+        "native sequence of 17 steps",
+        "copy-and-swap",
+        "REFUSED (table-missing, invalid)",
+        "error[index-on-partitioned-parent]",
+        "warning[origin-invariant-trigger]",
+        "removed",
+    ] {
+        assert!(
+            run.stdout.contains(expected),
+            "missing {expected:?} in:\n{}",
+            run.stdout
+        );
+    }
+}

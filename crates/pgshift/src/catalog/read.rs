@@ -1,0 +1,173 @@
+//! Reading a [`CatalogSnapshot`] from a live server.
+//!
+//! [`read_snapshot`] resolves the names a migration uses the way PostgreSQL resolves
+//! them for the user, and reads everything pgshift needs about each relation found,
+//! all inside one `REPEATABLE READ READ ONLY` transaction, so every fact comes from
+//! the same snapshot.
+//!
+//! # Queries
+//! Before `BEGIN`, two simple-protocol probes of the session's virtual transaction ID
+//! (`pg_locks`) make sure the client is not already inside a transaction block. Then
+//! one query per fact family, each over every relation at once
+//! (`… = ANY($1::pg_catalog.oid[])`): server and session, schema names, relation
+//! names, `pg_class` basics, sizes, partitions, columns, constraints (primary key and
+//! outgoing foreign keys included), indexes, triggers, incoming foreign keys,
+//! dependent views and publications. Names are only ever passed as parameters.
+//!
+//! # Hostile schemas
+//! Every catalog table, function, type and operator is schema-qualified
+//! (`pg_catalog.pg_class`, `pg_catalog.format_type(…)`, `::pg_catalog.oid[]`,
+//! `OPERATOR(pg_catalog.=)`), so nothing a user creates in a schema on the session's
+//! `search_path` can stand in for what pgshift reads, even if that schema comes before
+//! `pg_catalog`. Definitions (`pg_get_indexdef` and friends) are rendered by the
+//! server for the session's `search_path`: pgshift's sessions use
+//! `pg_catalog, pg_temp`, so every name outside `pg_catalog` comes out qualified.
+//!
+//! # Consistency
+//! Catalog rows come from the transaction snapshot. The `pg_get_*def` functions and
+//! `format_type` read the current catalog instead; an object dropped by another
+//! session during the read makes them return NULL, which is reported as
+//! [`CatalogError::ChangedDuringRead`] (read again). The size functions take
+//! `ACCESS SHARE` on each partition, so the read waits behind a running
+//! `ACCESS EXCLUSIVE` holder, within the session's `lock_timeout` and
+//! `statement_timeout`.
+
+mod columns;
+mod constraints;
+mod error;
+mod foreign_keys;
+mod indexes;
+mod publications;
+mod relation;
+mod resolve;
+mod rows;
+mod server;
+mod sizes;
+mod transaction;
+mod triggers;
+mod views;
+
+use std::collections::HashMap;
+
+use pgshift_sql::QualifiedName;
+use tokio_postgres::Client;
+
+pub use error::CatalogError;
+
+use crate::catalog::facts::{CatalogSnapshot, Persistence, RelationFacts, RelationKind};
+
+/// Reads the server facts and the facts of every relation `names` denote, in one
+/// snapshot.
+///
+/// Each name resolves as PostgreSQL would resolve it for the user: a qualified name in
+/// its schema (`pg_temp` being the session's temporary schema); an unqualified one
+/// through `user_search_path` (schema names as parsed from the user's `search_path`;
+/// `$user` stands for `current_user`), with the session's temporary schema and
+/// `pg_catalog` searched first unless listed, and schemas without `USAGE` skipped.
+/// Every distinct name as written gets an entry in
+/// [`CatalogSnapshot::resolutions`]; relations are deduplicated by OID.
+///
+/// The read opens and commits its own transaction
+/// (`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`) and rolls it back on error. A
+/// client already inside a transaction block gets
+/// [`CatalogError::AlreadyInTransaction`], its transaction left alone. No other task
+/// may use the client while the read runs (its statements would join the read's
+/// transaction), and if the returned future is dropped before it completes, the
+/// connection is left inside the read's transaction: roll it back or discard the
+/// connection.
+// INV: SE-1 — every catalog object in these reads is schema-qualified and every user name is a parameter.
+pub async fn read_snapshot(
+    client: &Client,
+    names: &[QualifiedName],
+    user_search_path: &[String],
+) -> Result<CatalogSnapshot, CatalogError> {
+    transaction::begin(client).await?;
+    match read_in_transaction(client, names, user_search_path).await {
+        Ok(snapshot) => {
+            transaction::commit(client).await?;
+            Ok(snapshot)
+        }
+        Err(error) => {
+            transaction::rollback(client).await;
+            Err(error)
+        }
+    }
+}
+
+async fn read_in_transaction(
+    client: &Client,
+    names: &[QualifiedName],
+    user_search_path: &[String],
+) -> Result<CatalogSnapshot, CatalogError> {
+    let session = server::read(client).await?;
+    let resolved = resolve::resolve(client, &session, names, user_search_path).await?;
+    let oids = resolved.oids.as_slice();
+    let mut relations = if oids.is_empty() {
+        Vec::new()
+    } else {
+        relation::read(client, oids).await?
+    };
+    let mut volumes = sizes::read(client, oids).await?;
+    let partitioned = oids_where(&relations, |r| r.kind == RelationKind::PartitionedTable);
+    let mut partitions = group(relation::partitions(client, &partitioned).await?);
+    let columns = columns::read(client, oids).await?;
+    let mut constraints = constraints::read(client, oids, &columns).await?;
+    let mut indexes = group(indexes::read(client, oids).await?);
+    let mut triggers = group(triggers::read(client, oids).await?);
+    let mut foreign_keys_in = group(foreign_keys::read_incoming(client, oids).await?);
+    let mut views = group(views::read(client, oids).await?);
+    let publishable = oids_where(&relations, |r| {
+        r.kind.is_table() && r.persistence == Persistence::Permanent
+    });
+    let mut publications =
+        group(publications::read(client, &publishable, session.server.version_num).await?);
+    let mut columns = group(
+        columns
+            .into_iter()
+            .map(|column| (column.relid, column.facts))
+            .collect(),
+    );
+
+    for relation in &mut relations {
+        let oid = relation.oid;
+        if let Some(volume) = volumes.remove(&oid) {
+            relation.sizes = volume.sizes;
+            relation.row_estimate = volume.row_estimate;
+        }
+        relation.partitions = partitions.remove(&oid).unwrap_or_default();
+        relation.columns = columns.remove(&oid).unwrap_or_default();
+        if let Some(set) = constraints.remove(&oid) {
+            relation.constraints = set.constraints;
+            relation.primary_key = set.primary_key;
+            relation.foreign_keys_out = set.foreign_keys_out;
+        }
+        relation.indexes = indexes.remove(&oid).unwrap_or_default();
+        relation.triggers = triggers.remove(&oid).unwrap_or_default();
+        relation.foreign_keys_in = foreign_keys_in.remove(&oid).unwrap_or_default();
+        relation.dependent_views = views.remove(&oid).unwrap_or_default();
+        relation.publications = publications.remove(&oid).unwrap_or_default();
+    }
+    Ok(CatalogSnapshot {
+        server: session.server,
+        relations,
+        resolutions: resolved.resolutions,
+    })
+}
+
+/// The OIDs of the relations that satisfy `wanted`.
+fn oids_where(relations: &[RelationFacts], wanted: impl Fn(&RelationFacts) -> bool) -> Vec<u32> {
+    relations
+        .iter()
+        .filter(|relation| wanted(relation))
+        .map(|relation| relation.oid)
+        .collect()
+}
+
+/// Groups (OID, item) pairs by OID, keeping their order.
+fn group<T>(items: Vec<(u32, T)>) -> HashMap<u32, Vec<T>> {
+    let mut groups: HashMap<u32, Vec<T>> = HashMap::new();
+    for (oid, item) in items {
+        groups.entry(oid).or_default().push(item);
+    }
+    groups
+}

@@ -1,0 +1,390 @@
+//! Constraint subcommands: `ADD CONSTRAINT` (with `NOT VALID` + `VALIDATE` and concurrent
+//! unique indexes as the safer forms), `VALIDATE CONSTRAINT`, `DROP CONSTRAINT`.
+
+use pgshift_sql::ast::{
+    AlterTableCmd, AlterTableType, ConstrType, Constraint, IndexElem, IndexStmt, Node, RangeVar,
+};
+use pgshift_sql::NodeEnum;
+
+use crate::classify::expr::referenced_columns;
+use crate::classify::names::{constraint_name_for, range_var_name, strings};
+use crate::classify::steps::{self, StepError};
+use crate::classify::{Builder, ObjectKind, OperationKind, WorkClass};
+use crate::lock::LockMode;
+use crate::refusal::RefusalCause;
+use crate::route::Step;
+
+use super::*;
+
+/// `ADD CONSTRAINT … NOT VALID` then `VALIDATE CONSTRAINT`, for a named CHECK, FOREIGN
+/// KEY or (PostgreSQL 18) NOT NULL constraint.
+pub(super) fn not_valid_then_validate(
+    constraint: &Constraint,
+    target: &Target<'_>,
+) -> Result<Vec<Step>, StepError> {
+    let mut not_valid = constraint.clone();
+    not_valid.skip_validation = true;
+    not_valid.initially_valid = false;
+    let mode = if contype(constraint) == ConstrType::ConstrForeign {
+        LockMode::ShareRowExclusive
+    } else {
+        LockMode::AccessExclusive
+    };
+    let add = AlterTableCmd {
+        subtype: AlterTableType::AtAddConstraint as i32,
+        def: Some(Box::new(Node {
+            node: Some(NodeEnum::Constraint(Box::new(not_valid))),
+        })),
+        behavior: 1,
+        ..Default::default()
+    };
+    Ok(vec![
+        steps::alter_table_one(
+            target.relation,
+            add,
+            "add the constraint NOT VALID: enforced for new rows at once, existing rows not scanned",
+            mode,
+            WorkClass::CatalogOnly,
+        )?,
+        steps::validate_constraint(&target.table, &constraint.conname),
+    ])
+}
+
+pub(super) fn add_constraint(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder) -> Piece {
+    let table = Some(&target.table);
+    let Some(constraint) = constraint_def(cmd) else {
+        b.operation(OperationKind::Unclassified, table, None, WorkClass::Opaque);
+        return Piece {
+            cmd: cmd.clone(),
+            mode: LockMode::AccessExclusive,
+            plan: Plan::Refused(
+                RefusalCause::UnclassifiedStatement,
+                "ADD CONSTRAINT without a constraint".to_owned(),
+            ),
+        };
+    };
+    let not_valid = constraint.skip_validation;
+    let using_index = !constraint.indexname.is_empty();
+    let mut named = constraint.clone();
+    let (kind, mode) = match contype(constraint) {
+        ConstrType::ConstrCheck => {
+            if named.conname.is_empty() {
+                let columns = constraint
+                    .raw_expr
+                    .as_deref()
+                    .map(referenced_columns)
+                    .unwrap_or_default();
+                let column: Vec<&str> = if columns.len() == 1 {
+                    vec![columns[0].as_str()]
+                } else {
+                    Vec::new()
+                };
+                named.conname = constraint_name_for(&target.table.name, &column, "check");
+            }
+            (OperationKind::AddCheck, LockMode::AccessExclusive)
+        }
+        ConstrType::ConstrForeign => {
+            if let Some(pktable) = &constraint.pktable {
+                b.lock(
+                    &range_var_name(pktable),
+                    ObjectKind::Table,
+                    LockMode::ShareRowExclusive,
+                    false,
+                );
+            }
+            if named.conname.is_empty() {
+                let columns = strings(&constraint.fk_attrs);
+                let columns: Vec<&str> = columns.iter().map(String::as_str).collect();
+                named.conname = constraint_name_for(&target.table.name, &columns, "fkey");
+            }
+            (OperationKind::AddForeignKey, LockMode::ShareRowExclusive)
+        }
+        ConstrType::ConstrPrimary if using_index => (
+            OperationKind::AddConstraintUsingIndex,
+            LockMode::AccessExclusive,
+        ),
+        ConstrType::ConstrUnique if using_index => (
+            OperationKind::AddConstraintUsingIndex,
+            LockMode::AccessExclusive,
+        ),
+        ConstrType::ConstrPrimary => (OperationKind::AddPrimaryKey, LockMode::AccessExclusive),
+        ConstrType::ConstrUnique => (OperationKind::AddUnique, LockMode::AccessExclusive),
+        ConstrType::ConstrExclusion => (OperationKind::AddExclusion, LockMode::AccessExclusive),
+        ConstrType::ConstrNotnull => (
+            OperationKind::AddNotNullConstraint,
+            LockMode::AccessExclusive,
+        ),
+        _ => (OperationKind::Unclassified, LockMode::AccessExclusive),
+    };
+    let piece = |plan: Plan| Piece {
+        cmd: cmd.clone(),
+        mode,
+        plan,
+    };
+    let name = named.conname.clone();
+    match kind {
+        OperationKind::AddCheck
+        | OperationKind::AddForeignKey
+        | OperationKind::AddNotNullConstraint => {
+            if not_valid {
+                b.operation(kind, table, Some(&name), WorkClass::CatalogOnly);
+                b.reason("NOT VALID: existing rows are not scanned; run VALIDATE CONSTRAINT later (it does not block writes)");
+                return piece(Plan::AsWritten);
+            }
+            b.operation(kind, table, Some(&name), WorkClass::ScanUnderLock);
+            b.reason(format!(
+                "validating the constraint scans every row of {} while holding {}",
+                target.table,
+                mode.sql_name()
+            ));
+            if kind == OperationKind::AddNotNullConstraint
+                && target
+                    .context
+                    .server_version_num()
+                    .is_some_and(|v| v < 180000)
+            {
+                return piece(Plan::AsWritten);
+            }
+            match not_valid_then_validate(&named, target) {
+                Ok(steps) => piece(Plan::Sequence(steps)),
+                Err(StepError(message)) => {
+                    piece(Plan::Refused(RefusalCause::UnclassifiedStatement, message))
+                }
+            }
+        }
+        OperationKind::AddConstraintUsingIndex => {
+            b.operation(kind, table, Some(&name), WorkClass::CatalogOnly);
+            b.reason("USING INDEX adopts an existing unique index: no build");
+            if contype(constraint) == ConstrType::ConstrPrimary {
+                b.reason("a primary key needs NOT NULL columns; any column not yet NOT NULL is scanned under ACCESS EXCLUSIVE");
+            }
+            piece(Plan::AsWritten)
+        }
+        OperationKind::AddPrimaryKey | OperationKind::AddUnique => {
+            b.operation(kind, table, Some(&name), WorkClass::ScanUnderLock);
+            b.reason(format!(
+                "builds a unique index on {} under ACCESS EXCLUSIVE",
+                target.table
+            ));
+            unique_via_concurrent_index(constraint, kind, target, b)
+                .map_or_else(&piece, |steps| piece(Plan::Sequence(steps)))
+        }
+        OperationKind::AddExclusion => {
+            b.operation(kind, table, Some(&name), WorkClass::ScanUnderLock);
+            b.reason("an exclusion constraint has no concurrent form; copy-and-swap builds it on the shadow instead");
+            piece(Plan::CopyAndSwap)
+        }
+        _ => {
+            b.operation(kind, table, Some(&name), WorkClass::Opaque);
+            piece(Plan::Refused(
+                RefusalCause::UnclassifiedStatement,
+                "this constraint form is not classified".to_owned(),
+            ))
+        }
+    }
+}
+
+/// `UNIQUE`/`PRIMARY KEY` as a concurrent unique index, then `ADD CONSTRAINT … USING
+/// INDEX` (and, for a primary key, NOT NULL on its columns first without a scan under
+/// lock). On a partitioned table: a concurrent index per partition, then the
+/// constraint on the parent, which adopts them.
+pub(super) fn unique_via_concurrent_index(
+    constraint: &Constraint,
+    kind: OperationKind,
+    target: &Target<'_>,
+    b: &mut Builder,
+) -> Result<Vec<Step>, Plan> {
+    let columns = strings(&constraint.keys);
+    let column_refs: Vec<&str> = columns.iter().map(String::as_str).collect();
+    let name = if !constraint.conname.is_empty() {
+        constraint.conname.clone()
+    } else if kind == OperationKind::AddPrimaryKey {
+        constraint_name_for(&target.table.name, &[], "pkey")
+    } else {
+        constraint_name_for(&target.table.name, &column_refs, "key")
+    };
+    let refuse = |message: String| Plan::Refused(RefusalCause::UnclassifiedStatement, message);
+    let mut result = Vec::new();
+    if kind == OperationKind::AddPrimaryKey {
+        for column in &columns {
+            let already = target
+                .facts
+                .and_then(|facts| facts.column(column))
+                .is_some_and(|c| c.not_null);
+            if !already {
+                result.extend(not_null_scaffold(&target.table, column));
+            }
+        }
+        if target.facts.is_none() {
+            b.reason("offline, every key column is assumed nullable, so each gets NOT NULL through a validated check first");
+        }
+    }
+    let index = IndexStmt {
+        idxname: name.clone(),
+        relation: Some(target.relation.clone()),
+        access_method: "btree".to_owned(),
+        table_space: constraint.indexspace.clone(),
+        index_params: columns
+            .iter()
+            .map(|column| Node {
+                node: Some(NodeEnum::IndexElem(Box::new(IndexElem {
+                    name: column.clone(),
+                    ordering: 1,
+                    nulls_ordering: 1,
+                    ..Default::default()
+                }))),
+            })
+            .collect(),
+        index_including_params: strings(&constraint.including)
+            .into_iter()
+            .map(|column| Node {
+                node: Some(NodeEnum::IndexElem(Box::new(IndexElem {
+                    name: column,
+                    ordering: 1,
+                    nulls_ordering: 1,
+                    ..Default::default()
+                }))),
+            })
+            .collect(),
+        options: constraint.options.clone(),
+        unique: true,
+        nulls_not_distinct: constraint.nulls_not_distinct,
+        concurrent: true,
+        ..Default::default()
+    };
+    if target.is_partitioned() == Some(true) {
+        let facts = target
+            .facts
+            .map(|f| f.partitions.clone())
+            .unwrap_or_default();
+        for partition in &facts {
+            let partition_relation = RangeVar {
+                schemaname: partition.name.schema.clone().unwrap_or_default(),
+                relname: partition.name.name.clone(),
+                inh: true,
+                relpersistence: "p".to_owned(),
+                ..Default::default()
+            };
+            let index_name = constraint_name_for(&partition.name.name, &column_refs, "key");
+            result.push(
+                steps::create_index_concurrently(
+                    &index,
+                    &partition_relation,
+                    &index_name,
+                    "build the partition's unique index without blocking writes",
+                )
+                .map_err(|StepError(m)| refuse(m))?,
+            );
+        }
+        let add = AlterTableCmd {
+            subtype: AlterTableType::AtAddConstraint as i32,
+            def: Some(Box::new(Node {
+                node: Some(NodeEnum::Constraint(Box::new(Constraint {
+                    conname: name,
+                    ..constraint.clone()
+                }))),
+            })),
+            behavior: 1,
+            ..Default::default()
+        };
+        result.push(
+            steps::alter_table_one(
+                target.relation,
+                add,
+                "add the constraint on the parent; it adopts the partitions' indexes instead of building",
+                LockMode::AccessExclusive,
+                WorkClass::CatalogOnly,
+            )
+            .map_err(|StepError(m)| refuse(m))?,
+        );
+        return Ok(result);
+    }
+    if target.is_partitioned().is_none() {
+        b.reason("offline, the table is assumed not partitioned; a partitioned table gets one concurrent index per partition (plan against the server to see them)");
+    }
+    result.push(
+        steps::create_index_concurrently(
+            &index,
+            target.relation,
+            &name,
+            "build the unique index without blocking writes",
+        )
+        .map_err(|StepError(m)| refuse(m))?,
+    );
+    let using = AlterTableCmd {
+        subtype: AlterTableType::AtAddConstraint as i32,
+        def: Some(Box::new(Node {
+            node: Some(NodeEnum::Constraint(Box::new(Constraint {
+                contype: constraint.contype,
+                conname: name.clone(),
+                indexname: name,
+                deferrable: constraint.deferrable,
+                initdeferred: constraint.initdeferred,
+                ..Default::default()
+            }))),
+        })),
+        behavior: 1,
+        ..Default::default()
+    };
+    result.push(
+        steps::alter_table_one(
+            target.relation,
+            using,
+            "turn the index into the constraint (catalog only)",
+            LockMode::AccessExclusive,
+            WorkClass::CatalogOnly,
+        )
+        .map_err(|StepError(m)| refuse(m))?,
+    );
+    Ok(result)
+}
+
+pub(super) fn validate_constraint(
+    cmd: &AlterTableCmd,
+    target: &Target<'_>,
+    b: &mut Builder,
+) -> Piece {
+    b.operation(
+        OperationKind::ValidateConstraint,
+        Some(&target.table),
+        Some(&cmd.name),
+        WorkClass::ConcurrentBuild,
+    );
+    b.reason("VALIDATE CONSTRAINT scans under SHARE UPDATE EXCLUSIVE: reads and writes continue");
+    if let Some(fk) = target
+        .facts
+        .and_then(|facts| facts.foreign_keys_out.iter().find(|fk| fk.name == cmd.name))
+    {
+        b.lock(&fk.referenced, ObjectKind::Table, LockMode::RowShare, false);
+    }
+    Piece {
+        cmd: cmd.clone(),
+        mode: LockMode::ShareUpdateExclusive,
+        plan: Plan::AsWritten,
+    }
+}
+
+pub(super) fn drop_constraint(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder) -> Piece {
+    b.operation(
+        OperationKind::DropConstraint,
+        Some(&target.table),
+        Some(&cmd.name),
+        WorkClass::CatalogOnly,
+    );
+    if let Some(fk) = target
+        .facts
+        .and_then(|facts| facts.foreign_keys_out.iter().find(|fk| fk.name == cmd.name))
+    {
+        b.lock(
+            &fk.referenced,
+            ObjectKind::Table,
+            LockMode::AccessExclusive,
+            false,
+        );
+    }
+    Piece {
+        cmd: cmd.clone(),
+        mode: LockMode::AccessExclusive,
+        plan: Plan::AsWritten,
+    }
+}
