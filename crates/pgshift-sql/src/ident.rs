@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Quotes an identifier for PostgreSQL, always (even when it would be valid bare), so
 /// that reserved words, mixed case, spaces and quotes are all safe.
@@ -49,7 +49,7 @@ pub fn quote_literal(value: &str) -> String {
 
 /// A relation name as written in a statement: an optional schema and a name, both
 /// already case-folded by the grammar (unquoted names are lower case).
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct QualifiedName {
     /// The schema, when the statement named one.
     pub schema: Option<String>,

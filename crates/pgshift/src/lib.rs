@@ -12,8 +12,10 @@
 pub mod catalog;
 pub mod classify;
 pub mod connect;
+pub mod exec;
 pub mod lint;
 pub mod lock;
+pub mod migrate;
 pub mod plan;
 pub mod refusal;
 pub mod report;

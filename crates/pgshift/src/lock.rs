@@ -5,7 +5,7 @@
 
 use std::fmt;
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A table-level lock mode, ordered from weakest to strongest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -137,6 +137,17 @@ impl Serialize for LockMode {
     /// Serialized as the kebab-case name (`access-exclusive`), a closed vocabulary.
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(&self.sql_name().to_lowercase().replace(' ', "-"))
+    }
+}
+
+impl<'de> Deserialize<'de> for LockMode {
+    /// Reads the kebab-case name written by `Serialize`.
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        LockMode::ALL
+            .into_iter()
+            .find(|mode| mode.sql_name().to_lowercase().replace(' ', "-") == name)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown lock mode {name:?}")))
     }
 }
 

@@ -76,6 +76,19 @@ refusal_causes! {
     NonPermanentTable = "non-permanent-table", Unsupported;
     /// A partition that is itself partitioned, where a flow handles one level.
     NestedPartitioning = "nested-partitioning", Unsupported;
+    /// A rewrite that only copy-and-swap runs online, while copy-and-swap is not
+    /// available; `--allow-blocking TABLE` runs the blocking form instead.
+    CopyAndSwapUnavailable = "copy-and-swap-unavailable", Unsupported;
+    /// A transaction block whose meaning depends on running as one transaction
+    /// (`LOCK TABLE`, or data changes with schema changes) but whose statements need
+    /// steps that cannot share one bounded transaction.
+    NotSplittable = "not-splittable", Unsafe;
+    /// The lock a step needs could not be taken within the lock budget, on every
+    /// attempt.
+    LockBudgetExhausted = "lock-budget-exhausted", Unsafe;
+    /// An invalid index (a failed or interrupted concurrent build) already has the
+    /// name a build would use; pgshift reports it and never drops it by name.
+    InvalidIndexExists = "invalid-index-exists", Invalid;
     /// Copy-and-swap needs a primary key (or a unique, non-null key) to copy and
     /// verify in chunks; the table has none.
     NoUsableKey = "no-usable-key", Unsupported;

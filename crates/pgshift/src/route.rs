@@ -1,6 +1,6 @@
 //! Routes: how a statement will run, and the exact steps of a safer native sequence.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::classify::WorkClass;
 use crate::lock::LockMode;
@@ -51,7 +51,7 @@ impl Route {
 }
 
 /// One step of a native sequence.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Step {
     /// The SQL to run, complete and with every identifier quoted.
     pub sql: String,
@@ -66,7 +66,7 @@ pub struct Step {
 }
 
 /// The strongest lock a step takes.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StepLock {
     /// The relation locked.
     pub relation: QualifiedName,

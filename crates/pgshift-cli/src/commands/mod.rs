@@ -1,8 +1,10 @@
 //! One module per command; each returns its exit code.
 
+pub(crate) mod apply;
 mod demo;
 mod inputs;
 mod lint;
+mod migrate;
 pub(crate) mod plan;
 
 use std::process::ExitCode;
@@ -15,6 +17,8 @@ pub fn run(cli: Cli) -> ExitCode {
     let code = match cli.command {
         Command::Lint(args) => lint::run(&args),
         Command::Plan(args) => plan::run(&args),
+        Command::Apply(args) => apply::run(&args),
+        Command::Migrate(args) => migrate::run(&args),
         Command::Demo(args) => demo::run(&args),
     };
     ExitCode::from(code)

@@ -1,11 +1,17 @@
 //! Rendering for people: compiler-style findings, plan tables, summaries; and the one
 //! place JSON is printed.
 
+mod apply;
 mod findings;
+mod migrate;
 mod plan;
+mod progress;
 
+pub use apply::apply;
 pub use findings::{finding, lint_summary, no_statements_finding};
+pub use migrate::migrate;
 pub use plan::plan;
+pub use progress::ProgressDisplay;
 
 use serde::Serialize;
 

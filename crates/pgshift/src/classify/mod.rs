@@ -25,7 +25,7 @@ mod trigger;
 
 use std::collections::BTreeSet;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::catalog::{CatalogSnapshot, Lookup, RelationFacts};
 use crate::lock::LockMode;
@@ -42,7 +42,7 @@ pub use names::constraint_name_for;
 pub(crate) use names::{name_parts, strings as strings_of};
 
 /// How heavy a statement's work is, from lightest to heaviest.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum WorkClass {
     /// No work on any table (session settings, transaction control).

@@ -4,9 +4,11 @@
 //! Every report carries `format_version`; a field is never renamed or given a new
 //! meaning without a new version.
 
+mod apply;
 mod lint;
 mod plan;
 
+pub use apply::{ApplyReport, ApplySummary};
 pub use lint::{FindingReport, InputErrorReport, LintReport, LintSummary, LintedFile};
 pub use plan::{PlanReport, PlanSummary, PlannedFile, PlannedStatement};
 

@@ -1,0 +1,107 @@
+//! A migrate verdict for people.
+
+use std::fmt::Write;
+
+use pgshift::exec::Scheduled;
+use pgshift::migrate::{FileStatus, MigrateOutcome, MigrateVerdict};
+
+/// The verdict as text.
+pub fn migrate(verdict: &MigrateVerdict) -> String {
+    let mut out = String::new();
+    for file in &verdict.files {
+        let label = format!("{:>4} {}", file.version, file.name);
+        let detail = match file.status {
+            FileStatus::AlreadyApplied => "already applied".to_owned(),
+            FileStatus::NotRun => "not run".to_owned(),
+            FileStatus::Planned => {
+                let units = file.schedule.as_ref().map_or(0, |s| {
+                    s.items.iter().filter(|i| matches!(i, Scheduled::Unit { .. })).count()
+                });
+                let refused = file.schedule.as_ref().map_or(0, |s| s.refusals.len());
+                if refused > 0 {
+                    format!("would be REFUSED ({refused} statement{})", if refused == 1 { "" } else { "s" })
+                } else if file.resumed {
+                    format!("would resume at step {} of {units}", file.committed_before + 1)
+                } else {
+                    format!("would run {units} step{}", if units == 1 { "" } else { "s" })
+                }
+            }
+            FileStatus::Applied | FileStatus::AppliedBlocking => {
+                let units = file.verdict.as_ref().map_or(0, |v| v.units.len());
+                format!(
+                    "applied: {units} step{} committed{}{}",
+                    if units == 1 { "" } else { "s" },
+                    if file.resumed {
+                        format!(" (resumed after {} committed earlier)", file.committed_before)
+                    } else {
+                        String::new()
+                    },
+                    if file.status == FileStatus::AppliedBlocking { ", through an accepted BLOCKING step" } else { "" }
+                )
+            }
+            FileStatus::Refused => "REFUSED, nothing of it ran".to_owned(),
+            FileStatus::Failed => match &file.verdict {
+                Some(v) => format!(
+                    "FAILED at step {} of {}; {} step{} committed and stay{} (run migrate again to resume)",
+                    v.failed_unit.map_or(0, |i| i + 1),
+                    v.units.len(),
+                    v.committed_units,
+                    if v.committed_units == 1 { "" } else { "s" },
+                    if v.committed_units == 1 { "s" } else { "" }
+                ),
+                None => format!("FAILED: {}", file.error.clone().unwrap_or_default()),
+            },
+        };
+        let _ = writeln!(out, "{label:<48} {detail}");
+        if let Some(schedule) = &file.schedule {
+            for refusal in &schedule.refusals {
+                let _ = writeln!(
+                    out,
+                    "      line {}: {}: {}",
+                    refusal.line, refusal.refusal.cause, refusal.refusal.message
+                );
+            }
+            if matches!(file.status, FileStatus::Planned) {
+                for item in &schedule.items {
+                    if let Scheduled::Unit { unit } = item {
+                        for step in &unit.steps {
+                            let one_line: Vec<&str> = step.sql.split_whitespace().collect();
+                            let _ = writeln!(out, "      {};", one_line.join(" "));
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(v) = &file.verdict {
+            if let Some(refusal) = &v.runtime_refusal {
+                let _ = writeln!(out, "      {}: {}", refusal.cause, refusal.message);
+            }
+            if let Some(failed) = v.failed_unit.and_then(|i| v.units.get(i)) {
+                if let Some(report) = &failed.report {
+                    let _ = writeln!(
+                        out,
+                        "      failed step: {}",
+                        failed.unit.steps.first().map_or("", |s| s.sql.as_str())
+                    );
+                    let _ = writeln!(
+                        out,
+                        "      error: {}",
+                        report.failure.clone().unwrap_or_default()
+                    );
+                }
+            }
+        }
+    }
+    let _ = writeln!(
+        out,
+        "{}",
+        match verdict.outcome {
+            MigrateOutcome::Done => "Done online.",
+            MigrateOutcome::DoneWithBlocking => "Done, through accepted blocking steps.",
+            MigrateOutcome::Refused => "Stopped at a refused file.",
+            MigrateOutcome::Failed => "Stopped at a failed file.",
+            MigrateOutcome::Planned => "Dry run: nothing was written.",
+        }
+    );
+    out
+}

@@ -1,0 +1,83 @@
+//! Progress on stderr: a live bar on a terminal, one quiet line per event otherwise.
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use pgshift::exec::{BuildProgress, Progress, Unit, UnitResult};
+
+/// Shows apply progress on stderr.
+pub struct ProgressDisplay {
+    terminal: bool,
+    bar: Option<ProgressBar>,
+}
+
+impl ProgressDisplay {
+    /// A display for this process's stderr.
+    pub fn new() -> Self {
+        ProgressDisplay {
+            terminal: std::io::stderr().is_terminal(),
+            bar: None,
+        }
+    }
+}
+
+fn first_line(unit: &Unit) -> String {
+    let sql = unit.steps.first().map_or("", |s| s.sql.as_str());
+    let line = sql.lines().next().unwrap_or("");
+    if line.chars().count() > 90 {
+        format!("{}…", line.chars().take(90).collect::<String>())
+    } else {
+        line.to_owned()
+    }
+}
+
+impl Progress for ProgressDisplay {
+    fn started(&mut self, index: usize, total: usize, unit: &Unit) {
+        let label = format!("[{}/{}] {}", index + 1, total, first_line(unit));
+        if self.terminal {
+            let bar = ProgressBar::new(1000);
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} {msg} {elapsed}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            bar.set_message(label);
+            bar.enable_steady_tick(Duration::from_millis(120));
+            self.bar = Some(bar);
+        } else {
+            eprintln!("{label}: running");
+        }
+    }
+
+    fn build(&mut self, progress: BuildProgress) {
+        let percent = progress
+            .fraction()
+            .map_or_else(String::new, |f| format!(" {:.0}%", f * 100.0));
+        match &self.bar {
+            Some(bar) => {
+                bar.set_style(
+                    ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {percent}% {elapsed}")
+                        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                );
+                if let Some(fraction) = progress.fraction() {
+                    bar.set_position((fraction * 1000.0) as u64);
+                }
+                bar.set_message(progress.phase.clone());
+            }
+            None => eprintln!("  build: {}{percent}", progress.phase),
+        }
+    }
+
+    fn finished(&mut self, index: usize, total: usize, result: &UnitResult) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+        let status = match (&result.report, &result.skipped) {
+            (Some(r), _) if r.committed => "committed".to_owned(),
+            (Some(r), _) => format!("failed: {}", r.failure.clone().unwrap_or_default()),
+            (None, Some(s)) => format!("not run: {s}"),
+            (None, None) => "not run".to_owned(),
+        };
+        eprintln!("[{}/{}] {status}", index + 1, total);
+    }
+}

@@ -1,0 +1,380 @@
+//! Applying a judged file: schedule it, refuse it whole if any statement is refused,
+//! otherwise run its units in order and stop at the first that fails, reporting the
+//! committed prefix.
+
+use std::time::Duration;
+
+use serde::Serialize;
+use tokio_postgres::Client;
+
+use super::budgets::StepBudgets;
+use super::index_guard::IndexGuard;
+use super::jitter::Jitter;
+use super::progress::{BuildProgress, Progress};
+use super::schedule::{schedule, Schedule, ScheduleOptions, Scheduled, StatementRefusal};
+use super::unit::{run_unit, Sleeper, Unit, UnitContext, UnitReport};
+use crate::classify::WorkClass;
+use crate::refusal::{Refusal, RefusalCause};
+use crate::script::Script;
+use pgshift_sql::QualifiedName;
+
+/// How an apply ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// Every unit committed, online.
+    Done,
+    /// Every unit committed, through at least one blocking form the operator accepted.
+    DoneWithBlocking,
+    /// Nothing was committed: a statement was refused, or the first unit could not
+    /// take its lock within the budget.
+    Refused,
+    /// A unit failed after earlier units committed (the committed prefix stands).
+    Failed,
+}
+
+/// What happened to one scheduled unit.
+#[derive(Clone, Debug, Serialize)]
+pub struct UnitResult {
+    /// 0-based position among the units.
+    pub index: usize,
+    /// The unit.
+    pub unit: Unit,
+    /// What running it did; `None` when it was not run.
+    pub report: Option<UnitReport>,
+    /// Why it was skipped without running, when it was.
+    pub skipped: Option<String>,
+}
+
+/// The verdict of an apply.
+#[derive(Clone, Debug, Serialize)]
+pub struct ApplyVerdict {
+    /// How it ended.
+    pub outcome: Outcome,
+    /// Statements refused before anything ran.
+    pub refusals: Vec<StatementRefusal>,
+    /// A refusal discovered while running (lock budget, invalid index), with nothing
+    /// committed.
+    pub runtime_refusal: Option<Refusal>,
+    /// Notes on how the file was scheduled.
+    pub notes: Vec<String>,
+    /// Every unit, run or not.
+    pub units: Vec<UnitResult>,
+    /// How many units committed (a prefix of `units`).
+    pub committed_units: usize,
+    /// The unit that failed, if one did.
+    pub failed_unit: Option<usize>,
+}
+
+/// Options of an apply.
+#[derive(Clone, Debug)]
+pub struct ApplyOptions {
+    /// Budgets of every step.
+    pub budgets: StepBudgets,
+    /// Tables whose blocking rewrite the operator accepts.
+    pub allow_blocking: Vec<QualifiedName>,
+}
+
+/// The sessions an apply uses: one runs the steps; the optional other reads build
+/// progress while the first is busy.
+pub struct Sessions<'a> {
+    /// Runs every step.
+    pub main: &'a Client,
+    /// Reads `pg_stat_progress_create_index` during concurrent builds.
+    pub monitor: Option<&'a Client>,
+    /// The user's `search_path`, for running their SQL.
+    pub user_search_path: &'a [String],
+}
+
+/// Schedules `script` and, unless something is refused, runs it.
+pub async fn apply(
+    sessions: &Sessions<'_>,
+    script: &Script,
+    options: &ApplyOptions,
+    sleeper: &impl Sleeper,
+    progress: &mut dyn Progress,
+) -> ApplyVerdict {
+    let planned = schedule(
+        script,
+        &ScheduleOptions {
+            allow_blocking: options.allow_blocking.clone(),
+        },
+    );
+    run_schedule(
+        sessions,
+        planned,
+        options,
+        &Ledger::none(),
+        sleeper,
+        progress,
+    )
+    .await
+}
+
+/// How a run is recorded, and where it resumes: the units before `committed_before`
+/// committed in an earlier run and are not run again; `record(n)`, when given, is SQL
+/// recording that `n` units have committed, run with the `n`-th unit (inside its
+/// transaction when it has one).
+pub struct Ledger<'a> {
+    /// Units committed by an earlier run.
+    pub committed_before: usize,
+    /// The SQL recording `n` committed units.
+    pub record: Option<&'a (dyn Fn(usize) -> String + Sync)>,
+}
+
+impl Ledger<'_> {
+    /// No record, nothing committed before.
+    pub fn none() -> Self {
+        Ledger {
+            committed_before: 0,
+            record: None,
+        }
+    }
+}
+
+/// Runs a schedule (refused whole if it holds refusals), skipping the units a ledger
+/// says committed before and recording each unit that commits.
+pub async fn run_schedule(
+    sessions: &Sessions<'_>,
+    planned: Schedule,
+    options: &ApplyOptions,
+    ledger: &Ledger<'_>,
+    sleeper: &impl Sleeper,
+    progress: &mut dyn Progress,
+) -> ApplyVerdict {
+    let mut verdict = ApplyVerdict {
+        outcome: Outcome::Done,
+        refusals: planned.refusals.clone(),
+        runtime_refusal: None,
+        notes: planned.notes.clone(),
+        units: Vec::new(),
+        committed_units: 0,
+        failed_unit: None,
+    };
+    if !planned.refusals.is_empty() {
+        verdict.outcome = Outcome::Refused;
+        return verdict;
+    }
+    let units: Vec<Unit> = planned
+        .items
+        .iter()
+        .filter_map(|item| match item {
+            Scheduled::Unit { unit } => Some(unit.clone()),
+            _ => None,
+        })
+        .collect();
+    let total = units.len();
+    let mut search_path = sessions.user_search_path.to_vec();
+    let mut jitter = Jitter::from_clock();
+    let mut unit_index = 0;
+    for item in planned.items {
+        match item {
+            Scheduled::SearchPath { schemas } => {
+                search_path = if schemas.is_empty() {
+                    sessions.user_search_path.to_vec()
+                } else {
+                    schemas
+                };
+                continue;
+            }
+            Scheduled::Setting { sql, .. } => {
+                if let Err(error) = sessions.main.batch_execute(&sql).await {
+                    verdict.notes.push(format!("{sql}: {error}"));
+                }
+                continue;
+            }
+            Scheduled::Unit { unit } => {
+                let index = unit_index;
+                unit_index += 1;
+                if index < ledger.committed_before {
+                    verdict.committed_units += 1;
+                    verdict.units.push(UnitResult {
+                        index,
+                        unit,
+                        report: None,
+                        skipped: Some(COMMITTED_BEFORE.to_owned()),
+                    });
+                    continue;
+                }
+                if verdict.failed_unit.is_some() {
+                    verdict.units.push(UnitResult {
+                        index,
+                        unit,
+                        report: None,
+                        skipped: Some("an earlier unit failed".to_owned()),
+                    });
+                    continue;
+                }
+                progress.started(index, total, &unit);
+                let bookkeeping = ledger.record.map(|record| record(index + 1));
+                let result = run_one(
+                    sessions,
+                    &unit,
+                    index,
+                    options,
+                    &search_path,
+                    bookkeeping.as_deref(),
+                    sleeper,
+                    &mut jitter,
+                    progress,
+                )
+                .await;
+                progress.finished(index, total, &result);
+                let committed = result.report.as_ref().is_some_and(|r| r.committed);
+                if committed {
+                    verdict.committed_units += 1;
+                    if unit.accepted_blocking {
+                        verdict.outcome = Outcome::DoneWithBlocking;
+                    }
+                } else {
+                    verdict.failed_unit = Some(index);
+                    let refusal = runtime_refusal(&result);
+                    if verdict.committed_units == 0 && refusal.is_some() {
+                        verdict.outcome = Outcome::Refused;
+                        verdict.runtime_refusal = refusal;
+                    } else {
+                        verdict.outcome = Outcome::Failed;
+                        verdict.runtime_refusal = refusal;
+                    }
+                }
+                verdict.units.push(result);
+            }
+        }
+    }
+    verdict
+}
+
+/// Why a unit is shown as not run: it committed in an earlier run.
+pub const COMMITTED_BEFORE: &str = "committed in an earlier run";
+
+/// A failure that is a refusal (nothing changed by the failed unit): the lock budget,
+/// or an invalid index in the way.
+fn runtime_refusal(result: &UnitResult) -> Option<Refusal> {
+    if let Some(skipped) = result
+        .skipped
+        .as_ref()
+        .filter(|s| s.as_str() != COMMITTED_BEFORE)
+    {
+        return Some(Refusal::new(
+            RefusalCause::InvalidIndexExists,
+            skipped.clone(),
+        ));
+    }
+    let report = result.report.as_ref()?;
+    match report.failure_kind {
+        Some("lock-timeout") | Some("deadlock") => Some(Refusal::new(
+            RefusalCause::LockBudgetExhausted,
+            format!(
+                "could not take the lock within the budget on any of {} attempts: {}",
+                report.attempts.len(),
+                report.failure.clone().unwrap_or_default()
+            ),
+        )),
+        _ => None,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn run_one(
+    sessions: &Sessions<'_>,
+    unit: &Unit,
+    index: usize,
+    options: &ApplyOptions,
+    search_path: &[String],
+    bookkeeping: Option<&str>,
+    sleeper: &impl Sleeper,
+    jitter: &mut Jitter,
+    progress: &mut dyn Progress,
+) -> UnitResult {
+    let guard = match unit.steps.as_slice() {
+        [step] if !unit.transactional => {
+            IndexGuard::for_step(sessions.main, &step.sql, search_path)
+                .await
+                .ok()
+                .flatten()
+        }
+        _ => None,
+    };
+    if let Some(guard) = &guard {
+        if let Ok(Some(existing)) = guard.find(sessions.main).await {
+            if !existing.valid {
+                return UnitResult {
+                    index,
+                    unit: unit.clone(),
+                    report: None,
+                    skipped: Some(format!(
+                        "an invalid index {} (OID {}) already exists, left by an earlier failed or interrupted build; check it, drop it with DROP INDEX CONCURRENTLY {}, and run again",
+                        guard.qualified(),
+                        existing.oid,
+                        guard.qualified()
+                    )),
+                };
+            }
+        }
+    }
+    let run = run_unit(
+        sessions.main,
+        unit,
+        &options.budgets,
+        UnitContext {
+            search_path,
+            guard: guard.as_ref(),
+            bookkeeping,
+        },
+        sleeper,
+        jitter,
+    );
+    let report = match (sessions.monitor, unit.work() == WorkClass::ConcurrentBuild) {
+        (Some(monitor), true) => with_build_progress(sessions.main, monitor, run, progress).await,
+        _ => run.await,
+    };
+    UnitResult {
+        index,
+        unit: unit.clone(),
+        report: Some(report),
+        skipped: None,
+    }
+}
+
+/// Runs `run` while polling the main session's index build progress every half second.
+async fn with_build_progress(
+    main: &Client,
+    monitor: &Client,
+    run: impl std::future::Future<Output = UnitReport>,
+    progress: &mut dyn Progress,
+) -> UnitReport {
+    let pid: Option<i32> = match main
+        .query_one("SELECT pg_catalog.pg_backend_pid()", &[])
+        .await
+    {
+        Ok(row) => Some(row.get(0)),
+        Err(_) => None,
+    };
+    let mut run = std::pin::pin!(run);
+    let mut interval = tokio::time::interval(Duration::from_millis(500));
+    loop {
+        tokio::select! {
+            report = &mut run => return report,
+            _ = interval.tick() => {
+                if let Some(pid) = pid {
+                    if let Ok(Some(row)) = monitor
+                        .query_opt(
+                            "SELECT phase, blocks_total, blocks_done, tuples_total, tuples_done \
+                               FROM pg_catalog.pg_stat_progress_create_index WHERE pid OPERATOR(pg_catalog.=) $1",
+                            &[&pid],
+                        )
+                        .await
+                    {
+                        progress.build(BuildProgress {
+                            phase: row.get(0),
+                            blocks_total: row.get(1),
+                            blocks_done: row.get(2),
+                            tuples_total: row.get(3),
+                            tuples_done: row.get(4),
+                        });
+                    }
+                }
+            }
+        }
+    }
+}

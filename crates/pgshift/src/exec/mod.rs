@@ -1,0 +1,26 @@
+//! Running planned statements: bounded steps with retries, the schedule of a file,
+//! and the verdict.
+//!
+//! Every step runs with `SET LOCAL lock_timeout` and `statement_timeout` (or the
+//! session-level equivalents, reset afterwards, for steps that cannot run in a
+//! transaction). Lock timeouts and deadlocks are retried with jittered exponential
+//! backoff; statement timeouts are not. Rewrites wait for copy-and-swap, or run blocking
+//! only when the operator names the table.
+
+pub mod apply;
+pub mod budgets;
+pub mod errors;
+pub mod index_guard;
+pub mod jitter;
+pub mod progress;
+pub mod schedule;
+pub mod unit;
+
+pub use apply::{
+    apply, run_schedule, ApplyOptions, ApplyVerdict, Ledger, Outcome, Sessions, UnitResult,
+    COMMITTED_BEFORE,
+};
+pub use budgets::{BudgetError, StepBudgets};
+pub use progress::{BuildProgress, NoProgress, Progress};
+pub use schedule::{schedule, Schedule, ScheduleOptions, Scheduled, StatementRefusal};
+pub use unit::{run_unit, Sleeper, TokioSleeper, Unit, UnitContext, UnitReport};

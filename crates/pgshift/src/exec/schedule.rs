@@ -1,0 +1,340 @@
+//! From a judged file to the units that run: pgshift's rules for what shares a
+//! transaction (documented in `docs/EXECUTION.md`).
+//!
+//! 1. Outside an explicit `BEGIN … COMMIT`, every statement runs in its own bounded
+//!    transaction; a statement replaced by a safer sequence runs each step on its own
+//!    (in a transaction, or alone when the step cannot run in one).
+//! 2. An explicit block whose statements all run as written stays one transaction.
+//! 3. An explicit block with a statement that needs a safer sequence or copy-and-swap is
+//!    split into rule-1 units — unless its meaning depends on being one transaction
+//!    (`LOCK TABLE`, or data changes together with schema changes), which is refused
+//!    (`not-splittable`) with a way to restructure it.
+//! 4. A rewrite routed to copy-and-swap is refused (`copy-and-swap-unavailable`) unless
+//!    the operator named its table with `--allow-blocking`; then the blocking form runs
+//!    as written, and the outcome says so.
+//! 5. `SET lock_timeout` / `statement_timeout` are dropped (pgshift's budgets govern);
+//!    `SET search_path` sets the path later units run with; other `SET`s apply to the
+//!    session as they come. `SET session_replication_role` is refused in the same
+//!    way as it is flagged by lint: a migration must not bypass invariant triggers.
+
+use serde::{Deserialize, Serialize};
+
+use super::unit::Unit;
+use crate::classify::{Classification, Effect, OperationKind, TransactionUse};
+use crate::refusal::{Refusal, RefusalCause};
+use crate::route::{Route, Step, StepLock};
+use crate::script::{AnalyzedStatement, Script};
+use pgshift_sql::QualifiedName;
+
+/// One thing to do, in order.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Scheduled {
+    /// A unit of steps.
+    Unit {
+        /// The unit.
+        unit: Unit,
+    },
+    /// A session setting applied as it comes (`SET work_mem = …`).
+    Setting {
+        /// The statement.
+        sql: String,
+        /// Its index in the file.
+        statement: usize,
+    },
+    /// The `search_path` later units run with.
+    SearchPath {
+        /// Schema names, in order.
+        schemas: Vec<String>,
+    },
+}
+
+/// A statement that will not run, and why.
+#[derive(Clone, Debug, Serialize)]
+pub struct StatementRefusal {
+    /// Its index in the file.
+    pub statement: usize,
+    /// Its line.
+    pub line: u32,
+    /// Why.
+    pub refusal: Refusal,
+}
+
+/// The schedule of a file.
+#[derive(Clone, Debug, Serialize)]
+pub struct Schedule {
+    /// What runs, in order (empty when anything is refused).
+    pub items: Vec<Scheduled>,
+    /// Refused statements; when any, nothing runs.
+    pub refusals: Vec<StatementRefusal>,
+    /// Notes for people (dropped settings, split blocks).
+    pub notes: Vec<String>,
+}
+
+/// Options of scheduling.
+#[derive(Clone, Debug, Default)]
+pub struct ScheduleOptions {
+    /// Tables whose blocking rewrite the operator accepts explicitly.
+    pub allow_blocking: Vec<QualifiedName>,
+}
+
+/// Schedules a judged file.
+pub fn schedule(script: &Script, options: &ScheduleOptions) -> Schedule {
+    let mut schedule = Schedule {
+        items: Vec::new(),
+        refusals: Vec::new(),
+        notes: Vec::new(),
+    };
+    let mut index = 0;
+    while index < script.statements.len() {
+        let item = &script.statements[index];
+        if let Some(block) = explicit_block(script, index) {
+            schedule_block(script, &block, options, &mut schedule);
+            index = block.last().map_or(index, |last| last + 1);
+            continue;
+        }
+        schedule_statement(item, index, options, &mut schedule);
+        index += 1;
+    }
+    if !schedule.refusals.is_empty() {
+        schedule.items.clear();
+    }
+    schedule
+}
+
+/// The statements of the explicit transaction block starting at `index`.
+fn explicit_block(script: &Script, index: usize) -> Option<Vec<usize>> {
+    let transaction = script.statements[index].transaction?;
+    let block = &script.transactions[transaction];
+    (block.explicit && block.statements.first() == Some(&index)).then(|| block.statements.clone())
+}
+
+fn schedule_block(
+    script: &Script,
+    block: &[usize],
+    options: &ScheduleOptions,
+    schedule: &mut Schedule,
+) {
+    let members: Vec<usize> = block
+        .iter()
+        .copied()
+        .filter(|&i| script.statements[i].classification.transaction != TransactionUse::Control)
+        .collect();
+    let all_as_written = members.iter().all(|&i| {
+        let c = &script.statements[i].classification;
+        c.route == Route::Native && c.transaction != TransactionUse::OutsideOnly
+    });
+    if all_as_written {
+        for &i in &members {
+            refuse_replica_role(&script.statements[i], i, schedule);
+        }
+        let steps: Vec<Step> = members
+            .iter()
+            .filter(|&&i| !is_timeout_setting(&script.statements[i].classification))
+            .map(|&i| as_written(&script.statements[i]))
+            .collect();
+        if !steps.is_empty() {
+            schedule.items.push(Scheduled::Unit {
+                unit: Unit {
+                    steps,
+                    transactional: true,
+                    statements: members.clone(),
+                    accepted_blocking: false,
+                },
+            });
+        }
+        return;
+    }
+    let transaction = script.statements[block[0]]
+        .transaction
+        .map(|t| &script.transactions[t]);
+    let has_lock_table = members.iter().any(|&i| {
+        script.statements[i]
+            .classification
+            .operations
+            .iter()
+            .any(|op| op.kind == OperationKind::LockTable)
+    });
+    let dml_with_ddl =
+        transaction.is_some_and(|t| !t.data_changes.is_empty() && !t.schema_changes.is_empty());
+    if has_lock_table || dml_with_ddl {
+        let first = &script.statements[block[0]];
+        schedule.refusals.push(StatementRefusal {
+            statement: block[0],
+            line: first.statement.position.line,
+            refusal: Refusal::new(
+                RefusalCause::NotSplittable,
+                format!(
+                    "the transaction block at line {} relies on running as one transaction ({}), but some of its statements need steps that cannot share one bounded transaction; move the data change (or the LOCK TABLE and what it protects) to its own migration file, and the schema changes to another",
+                    first.statement.position.line,
+                    if has_lock_table { "LOCK TABLE" } else { "data changes with schema changes" }
+                ),
+            ),
+        });
+        return;
+    }
+    schedule.notes.push(format!(
+        "the transaction block at line {} is split: its statements run as separate bounded steps",
+        script.statements[block[0]].statement.position.line
+    ));
+    for &i in &members {
+        schedule_statement(&script.statements[i], i, options, schedule);
+    }
+}
+
+fn is_timeout_setting(c: &Classification) -> bool {
+    c.effects.iter().any(|e| {
+        matches!(
+            e,
+            Effect::SetLockTimeout { .. } | Effect::SetStatementTimeout { .. }
+        )
+    })
+}
+
+fn refuse_replica_role(item: &AnalyzedStatement, index: usize, schedule: &mut Schedule) -> bool {
+    let replica = item.classification.effects.iter().any(
+        |e| matches!(e, Effect::SetReplicationRole { role, .. } if role.as_str() == "replica"),
+    );
+    if replica {
+        schedule.refusals.push(StatementRefusal {
+            statement: index,
+            line: item.statement.position.line,
+            refusal: Refusal::new(
+                RefusalCause::UnclassifiedStatement,
+                "SET session_replication_role = replica would make what follows skip invariant triggers and foreign-key checks; pgshift does not run it",
+            ),
+        });
+    }
+    replica
+}
+
+fn schedule_statement(
+    item: &AnalyzedStatement,
+    index: usize,
+    options: &ScheduleOptions,
+    schedule: &mut Schedule,
+) {
+    let c = &item.classification;
+    if c.transaction == TransactionUse::Control {
+        return;
+    }
+    if refuse_replica_role(item, index, schedule) {
+        return;
+    }
+    if is_timeout_setting(c) {
+        schedule.notes.push(format!(
+            "line {}: {} is not run; pgshift's own budgets set the timeouts of every step",
+            item.statement.position.line, item.statement.text
+        ));
+        return;
+    }
+    if c.statement == "set" || c.statement == "reset" {
+        if let Some(schemas) = search_path_of(item) {
+            schedule.items.push(Scheduled::SearchPath { schemas });
+        } else {
+            schedule.items.push(Scheduled::Setting {
+                sql: item.statement.text.clone(),
+                statement: index,
+            });
+        }
+        return;
+    }
+    match &c.route {
+        Route::Native => schedule.items.push(Scheduled::Unit {
+            unit: Unit {
+                steps: vec![as_written(item)],
+                transactional: c.transaction != TransactionUse::OutsideOnly,
+                statements: vec![index],
+                accepted_blocking: false,
+            },
+        }),
+        Route::NativeSequence { steps } => {
+            for step in steps {
+                schedule.items.push(Scheduled::Unit {
+                    unit: Unit {
+                        steps: vec![step.clone()],
+                        transactional: step.transactional,
+                        statements: vec![index],
+                        accepted_blocking: false,
+                    },
+                });
+            }
+        }
+        Route::CopyAndSwap => {
+            let accepted = c.locks.iter().any(|lock| {
+                options
+                    .allow_blocking
+                    .iter()
+                    .any(|t| t.matches(&lock.relation))
+            });
+            if accepted {
+                schedule.items.push(Scheduled::Unit {
+                    unit: Unit {
+                        steps: vec![as_written(item)],
+                        transactional: c.transaction != TransactionUse::OutsideOnly,
+                        statements: vec![index],
+                        accepted_blocking: true,
+                    },
+                });
+            } else {
+                let table = c
+                    .locks
+                    .first()
+                    .map_or_else(String::new, |l| l.relation.to_string());
+                schedule.refusals.push(StatementRefusal {
+                    statement: index,
+                    line: item.statement.position.line,
+                    refusal: Refusal::new(
+                        RefusalCause::CopyAndSwapUnavailable,
+                        format!(
+                            "this rewrite runs online only through copy-and-swap, which this pgshift does not have yet; to run the blocking form anyway (ACCESS EXCLUSIVE for the whole rewrite), pass --allow-blocking {}",
+                            table.trim_matches('"')
+                        ),
+                    ),
+                });
+            }
+        }
+        Route::Refused { refusal } => schedule.refusals.push(StatementRefusal {
+            statement: index,
+            line: item.statement.position.line,
+            refusal: refusal.clone(),
+        }),
+    }
+}
+
+/// The statement as one step, run as written.
+fn as_written(item: &AnalyzedStatement) -> Step {
+    let c = &item.classification;
+    Step {
+        sql: item.statement.text.clone(),
+        purpose: "run as written".to_owned(),
+        lock: c.strongest_lock().map(|lock| StepLock {
+            relation: lock.relation.clone(),
+            mode: lock.mode,
+        }),
+        work: c.work,
+        transactional: c.transaction != TransactionUse::OutsideOnly,
+    }
+}
+
+/// The schemas of a `SET [LOCAL] search_path = …`, when that is what the statement is.
+fn search_path_of(item: &AnalyzedStatement) -> Option<Vec<String>> {
+    let pgshift_sql::NodeEnum::VariableSetStmt(set) = &item.statement.node else {
+        return None;
+    };
+    if set.name != "search_path" {
+        return None;
+    }
+    let schemas = set
+        .args
+        .iter()
+        .filter_map(|arg| match &arg.node {
+            Some(pgshift_sql::NodeEnum::AConst(constant)) => match &constant.val {
+                Some(pgshift_sql::ast::a_const::Val::Sval(s)) => Some(s.sval.clone()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    Some(schemas)
+}

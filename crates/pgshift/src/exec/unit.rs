@@ -1,0 +1,403 @@
+//! Running one unit of work — a bounded transaction of steps, or one step that must
+//! run outside a transaction — with retries on lock timeouts and deadlocks.
+//!
+//! Each attempt sets `lock_timeout`, `statement_timeout` and the user's
+//! `search_path` for itself (`SET LOCAL` inside a transaction, session-level `SET`
+//! reset afterwards outside one). A lock timeout or deadlock changed nothing and is
+//! retried after a jittered, exponentially growing backoff, up to the budget's
+//! attempts; a statement timeout (real work) and any other error are not.
+
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use tokio_postgres::Client;
+
+use super::budgets::StepBudgets;
+use super::errors::Failure;
+use super::index_guard::{FoundIndex, IndexGuard};
+use super::jitter::Jitter;
+use crate::classify::WorkClass;
+use crate::lock::LockMode;
+use crate::route::Step;
+use pgshift_sql::quote_ident;
+
+/// Steps that run together: in one transaction, or (a single step) outside any.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Unit {
+    /// The steps, in order.
+    pub steps: Vec<Step>,
+    /// Whether the steps run inside one transaction.
+    pub transactional: bool,
+    /// The input statements (indexes) the steps come from.
+    pub statements: Vec<usize>,
+    /// Whether this unit runs a blocking form the operator accepted explicitly.
+    pub accepted_blocking: bool,
+}
+
+impl Unit {
+    /// The strongest lock any step takes.
+    pub fn strongest_lock(&self) -> Option<LockMode> {
+        self.steps
+            .iter()
+            .filter_map(|s| s.lock.as_ref().map(|l| l.mode))
+            .max()
+    }
+
+    /// The heaviest work of its steps.
+    pub fn work(&self) -> WorkClass {
+        self.steps
+            .iter()
+            .map(|s| s.work)
+            .max()
+            .unwrap_or(WorkClass::None)
+    }
+}
+
+/// One try of a unit.
+#[derive(Clone, Debug, Serialize)]
+pub struct Attempt {
+    /// 1-based.
+    pub number: u32,
+    /// `committed`, or the failure's name (`lock-timeout`, `deadlock`, …).
+    pub outcome: String,
+    /// From `BEGIN` (or the statement) to `COMMIT` (or the failure), in microseconds.
+    pub elapsed_us: u64,
+    /// The backoff slept after it, in microseconds.
+    pub backoff_us: u64,
+}
+
+/// What happened to a unit.
+#[derive(Clone, Debug, Serialize)]
+pub struct UnitReport {
+    /// Every attempt, in order.
+    pub attempts: Vec<Attempt>,
+    /// Whether it committed.
+    pub committed: bool,
+    /// The failure of the last attempt, when it did not commit.
+    pub failure: Option<String>,
+    /// The failure's kind (`lock-timeout`, `statement-timeout`, …).
+    pub failure_kind: Option<&'static str>,
+    /// For the committed attempt: the time from the start of the first statement
+    /// that takes the unit's strongest lock to the end of `COMMIT` — an upper bound of
+    /// how long that lock was held (it also includes the wait for it).
+    pub strong_lock_held_us_max: Option<u64>,
+    /// For the committed attempt: each step's duration, in microseconds.
+    pub step_us: Vec<u64>,
+    /// What was cleaned up between attempts (invalid indexes left by failed builds).
+    pub cleanups: Vec<String>,
+}
+
+/// Sleeps; injected so tests can run retries without real time.
+pub trait Sleeper: Send + Sync {
+    /// Sleeps for `duration`.
+    fn sleep(&self, duration: Duration) -> impl std::future::Future<Output = ()> + Send;
+}
+
+/// Real time.
+pub struct TokioSleeper;
+
+impl Sleeper for TokioSleeper {
+    async fn sleep(&self, duration: Duration) {
+        tokio::time::sleep(duration).await;
+    }
+}
+
+/// What a unit runs with besides its steps.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct UnitContext<'a> {
+    /// The user's `search_path` for their SQL.
+    pub search_path: &'a [String],
+    /// For a concurrent index build: the index to watch for invalid leftovers.
+    pub guard: Option<&'a IndexGuard>,
+    /// SQL recording the unit as done (a history update): run inside the unit's
+    /// transaction before `COMMIT`, so the record and the work commit together; for a
+    /// unit outside a transaction, right after it succeeds.
+    pub bookkeeping: Option<&'a str>,
+}
+
+/// Runs `unit` on `client` under `budgets`, retrying lock timeouts and deadlocks.
+/// With a guard (a concurrent index build), an invalid index left by a failed
+/// attempt is dropped, by OID, before the next one.
+pub async fn run_unit(
+    client: &Client,
+    unit: &Unit,
+    budgets: &StepBudgets,
+    context: UnitContext<'_>,
+    sleeper: &impl Sleeper,
+    jitter: &mut Jitter,
+) -> UnitReport {
+    let UnitContext {
+        search_path,
+        guard,
+        bookkeeping,
+    } = context;
+    let mut report = UnitReport {
+        attempts: Vec::new(),
+        committed: false,
+        failure: None,
+        failure_kind: None,
+        strong_lock_held_us_max: None,
+        step_us: Vec::new(),
+        cleanups: Vec::new(),
+    };
+    let statement_timeout = budgets.statement_timeout_for(unit.work());
+    let lock_timeout = budgets.lock_timeout_for(unit.strongest_lock());
+    for number in 1..=budgets.max_attempts {
+        let before = match guard {
+            Some(guard) => guard.find(client).await.ok().flatten(),
+            None => None,
+        };
+        let started = Instant::now();
+        let result = if unit.transactional {
+            attempt_in_transaction(
+                client,
+                unit,
+                lock_timeout,
+                statement_timeout,
+                search_path,
+                bookkeeping,
+            )
+            .await
+        } else {
+            attempt_alone(
+                client,
+                unit,
+                lock_timeout,
+                statement_timeout,
+                search_path,
+                bookkeeping,
+            )
+            .await
+        };
+        let elapsed_us = micros(started.elapsed());
+        match result {
+            Ok(timing) => {
+                report.attempts.push(Attempt {
+                    number,
+                    outcome: "committed".to_owned(),
+                    elapsed_us,
+                    backoff_us: 0,
+                });
+                report.committed = true;
+                report.strong_lock_held_us_max = timing.strong_lock_held_us;
+                report.step_us = timing.step_us;
+                return report;
+            }
+            Err(failure) => {
+                if let Some(guard) = guard {
+                    if let Err(cleanup) = clean_leftover(client, guard, before, &mut report).await {
+                        report.failure_kind = Some(cleanup.name());
+                        report.failure = Some(format!(
+                            "{}; then removing the invalid index it left failed: {}",
+                            failure.describe(),
+                            cleanup.describe()
+                        ));
+                        return report;
+                    }
+                }
+                let retry = failure.is_retryable() && number < budgets.max_attempts;
+                let backoff = if retry {
+                    budgets.backoff(number + 1, jitter.next_unit())
+                } else {
+                    Duration::ZERO
+                };
+                report.attempts.push(Attempt {
+                    number,
+                    outcome: failure.name().to_owned(),
+                    elapsed_us,
+                    backoff_us: micros(backoff),
+                });
+                if !retry {
+                    report.failure_kind = Some(failure.name());
+                    report.failure = Some(if failure.is_retryable() {
+                        format!(
+                            "{} on each of {} attempts; the lock budget is exhausted",
+                            failure.describe(),
+                            budgets.max_attempts
+                        )
+                    } else {
+                        failure.describe()
+                    });
+                    return report;
+                }
+                sleeper.sleep(backoff).await;
+            }
+        }
+    }
+    report
+}
+
+/// After a failed build: drop the invalid index the attempt left (a new OID under the
+/// name), never one that was there before.
+async fn clean_leftover(
+    client: &Client,
+    guard: &IndexGuard,
+    before: Option<FoundIndex>,
+    report: &mut UnitReport,
+) -> Result<(), Failure> {
+    let Some(after) = guard.find(client).await? else {
+        return Ok(());
+    };
+    if after.valid || before.is_some_and(|b| b.oid == after.oid) {
+        return Ok(());
+    }
+    guard.drop_leftover(client, after).await?;
+    report.cleanups.push(format!(
+        "dropped the invalid index {} (OID {}) left by the failed attempt",
+        guard.qualified(),
+        after.oid
+    ));
+    Ok(())
+}
+
+struct Timing {
+    strong_lock_held_us: Option<u64>,
+    step_us: Vec<u64>,
+}
+
+/// `SET LOCAL`/`SET` statements for an attempt: validated integers and quoted names
+/// only.
+fn settings(
+    local: bool,
+    lock_timeout_ms: u64,
+    statement_timeout_ms: u64,
+    search_path: &[String],
+) -> String {
+    let set = if local { "SET LOCAL" } else { "SET" };
+    let path = if search_path.is_empty() {
+        "pg_catalog".to_owned()
+    } else {
+        search_path
+            .iter()
+            .map(|schema| quote_ident(schema))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    format!(
+        "{set} lock_timeout = {lock_timeout_ms}; {set} statement_timeout = {statement_timeout_ms}; {set} search_path = {path}"
+    )
+}
+
+async fn attempt_in_transaction(
+    client: &Client,
+    unit: &Unit,
+    lock_timeout_ms: u64,
+    statement_timeout_ms: u64,
+    search_path: &[String],
+    bookkeeping: Option<&str>,
+) -> Result<Timing, Failure> {
+    let run = async {
+        client.batch_execute("BEGIN").await?;
+        client
+            .batch_execute(&settings(
+                true,
+                lock_timeout_ms,
+                statement_timeout_ms,
+                search_path,
+            ))
+            .await?;
+        let strongest = unit.strongest_lock();
+        let mut strong_started: Option<Instant> = None;
+        let mut step_us = Vec::with_capacity(unit.steps.len());
+        for step in &unit.steps {
+            let started = Instant::now();
+            if strong_started.is_none()
+                && step.lock.as_ref().map(|l| l.mode) == strongest
+                && strongest.is_some_and(|m| m.blocks_writes())
+            {
+                strong_started = Some(started);
+            }
+            client.batch_execute(&step.sql).await?;
+            step_us.push(micros(started.elapsed()));
+        }
+        if let Some(bookkeeping) = bookkeeping {
+            client.batch_execute(bookkeeping).await?;
+        }
+        client.batch_execute("COMMIT").await?;
+        Ok::<_, tokio_postgres::Error>(Timing {
+            strong_lock_held_us: strong_started.map(|s| micros(s.elapsed())),
+            step_us,
+        })
+    };
+    match run.await {
+        Ok(timing) => Ok(timing),
+        Err(error) => {
+            let failure = Failure::of(&error);
+            if failure != Failure::ConnectionLost {
+                let _ = client.batch_execute("ROLLBACK").await;
+            }
+            Err(failure)
+        }
+    }
+}
+
+async fn attempt_alone(
+    client: &Client,
+    unit: &Unit,
+    lock_timeout_ms: u64,
+    statement_timeout_ms: u64,
+    search_path: &[String],
+    bookkeeping: Option<&str>,
+) -> Result<Timing, Failure> {
+    let run = async {
+        client
+            .batch_execute(&settings(
+                false,
+                lock_timeout_ms,
+                statement_timeout_ms,
+                search_path,
+            ))
+            .await?;
+        let mut step_us = Vec::with_capacity(unit.steps.len());
+        for step in &unit.steps {
+            let started = Instant::now();
+            client.batch_execute(&step.sql).await?;
+            step_us.push(micros(started.elapsed()));
+        }
+        Ok::<_, tokio_postgres::Error>(step_us)
+    };
+    let mut result = run.await;
+    // Back to the session's own budgets and catalog-safe search_path.
+    let _ = client
+        .batch_execute(
+            "RESET lock_timeout; RESET statement_timeout; SET search_path = pg_catalog, pg_temp",
+        )
+        .await;
+    if let (Ok(_), Some(bookkeeping)) = (&result, bookkeeping) {
+        if let Err(error) = client.batch_execute(bookkeeping).await {
+            result = Err(error);
+        }
+    }
+    match result {
+        Ok(step_us) => Ok(Timing {
+            strong_lock_held_us: None,
+            step_us,
+        }),
+        Err(error) => Err(Failure::of(&error)),
+    }
+}
+
+fn micros(duration: Duration) -> u64 {
+    u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::settings;
+
+    #[test]
+    fn settings_quote_the_search_path() {
+        let sql = settings(
+            true,
+            1000,
+            60000,
+            &["$user".to_owned(), "my schema".to_owned()],
+        );
+        assert_eq!(
+            sql,
+            "SET LOCAL lock_timeout = 1000; SET LOCAL statement_timeout = 60000; SET LOCAL search_path = \"$user\", \"my schema\""
+        );
+        let parsed = pgshift_sql::parse(&sql).expect("valid SQL");
+        assert_eq!(parsed.len(), 3);
+    }
+}

@@ -1,0 +1,86 @@
+//! Why a migrations run could not proceed.
+
+use thiserror::Error;
+
+/// An error of `migrate`, before or between files.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum MigrateError {
+    /// The directory cannot be read.
+    #[error("{path}: cannot read the migrations directory: {source}")]
+    Directory {
+        /// The directory.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// A `.sql` file without a leading version number.
+    #[error("{file}: a migration file name must start with its version number (NNNN_name.sql)")]
+    Unnumbered {
+        /// The file.
+        file: String,
+    },
+    /// Two files with one version.
+    #[error("version {version} is used twice: {first} and {second}")]
+    DuplicateVersion {
+        /// The version.
+        version: i64,
+        /// One file.
+        first: String,
+        /// The other.
+        second: String,
+    },
+    /// A missing version between two files.
+    #[error("no migration between versions {after} and {next}: a file may be missing (pass --allow-gaps if the numbering has gaps on purpose)")]
+    Gap {
+        /// The version before the gap.
+        after: i64,
+        /// The version after it.
+        next: i64,
+    },
+    /// A pending file older than an applied one.
+    #[error("version {version} is pending but version {applied} is already applied: applying it now would change the order (pass --allow-out-of-order to apply it anyway)")]
+    OutOfOrder {
+        /// The pending version.
+        version: i64,
+        /// The newest applied version.
+        applied: i64,
+    },
+    /// An applied file changed afterwards.
+    #[error("version {version} ({name}) was applied with checksum {recorded}, but the file now has checksum {current}: an applied migration must not change; write a new one")]
+    ChangedAfterApply {
+        /// The version.
+        version: i64,
+        /// Its name.
+        name: String,
+        /// The checksum recorded when it was applied.
+        recorded: String,
+        /// The file's checksum now.
+        current: String,
+    },
+    /// Another runner holds the lock.
+    #[error("another pgshift migrate is running on this database{}", holder.map_or_else(String::new, |pid| format!(" (backend pid {pid})")))]
+    AnotherRunner {
+        /// The holder's backend pid, when visible.
+        holder: Option<i32>,
+    },
+    /// A history row cannot be read back.
+    #[error("the history row of version {version} is not readable: {reason}")]
+    CorruptHistory {
+        /// The version.
+        version: i64,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Planning a file failed (reading the catalog).
+    #[error("planning: {0}")]
+    Plan(#[from] crate::plan::PlanError),
+    /// A statement of the runner itself failed.
+    #[error("{what}: {source}")]
+    Database {
+        /// What the runner was doing.
+        what: &'static str,
+        /// The driver error.
+        source: tokio_postgres::Error,
+    },
+}

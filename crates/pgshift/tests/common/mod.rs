@@ -1,0 +1,240 @@
+//! Shared helpers of the execution tests: databases, sessions, a writer that measures
+//! how long each write waited, and catalog comparisons.
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pgshift::catalog::{read_snapshot, CatalogSnapshot, RelationFacts};
+use pgshift::connect::{connect, ConnectionSpec, Session, SessionBudgets};
+use pgshift::exec::{
+    apply, ApplyOptions, ApplyVerdict, NoProgress, Sessions, StepBudgets, TokioSleeper,
+};
+use pgshift::plan::{plan, PlanInput};
+use pgshift::script::TransactionMode;
+use pgshift_embedded::{shared_cluster, Cluster};
+use pgshift_sql::QualifiedName;
+use tokio_postgres::{Client, NoTls};
+
+/// The test binary's cluster.
+pub fn cluster() -> &'static Cluster {
+    shared_cluster().expect("a PostgreSQL cluster starts")
+}
+
+/// A fresh database with `schema` loaded.
+pub fn database(prefix: &str, schema: &str) -> String {
+    let db = cluster().fresh_database(prefix).expect("database");
+    if !schema.is_empty() {
+        cluster().psql(&db, schema).expect("schema loads");
+    }
+    db
+}
+
+/// A plain client (no pgshift budgets).
+pub async fn client(db: &str) -> Client {
+    let (client, connection) = tokio_postgres::connect(&cluster().connection_string(db), NoTls)
+        .await
+        .expect("connects");
+    tokio::spawn(connection);
+    client
+}
+
+/// A pgshift session.
+pub async fn session(db: &str) -> Session {
+    let spec = ConnectionSpec::parse(&cluster().connection_string(db)).expect("spec");
+    let budgets = SessionBudgets {
+        lock_timeout_ms: 1_000,
+        statement_timeout_ms: 60_000,
+        idle_in_transaction_timeout_ms: 60_000,
+    };
+    connect(&spec, &budgets).await.expect("session")
+}
+
+/// Budgets small enough for tests.
+pub const TEST_BUDGETS: StepBudgets = StepBudgets {
+    lock_timeout_ms: 300,
+    weak_lock_timeout_ms: 30_000,
+    statement_timeout_ms: 30_000,
+    build_timeout_ms: 60_000,
+    max_attempts: 5,
+    backoff_initial_ms: 50,
+    backoff_max_ms: 200,
+};
+
+/// Plans and applies `sql` with pgshift.
+pub async fn apply_sql(
+    db: &str,
+    sql: &str,
+    budgets: StepBudgets,
+    allow_blocking: &[&str],
+) -> ApplyVerdict {
+    let session = session(db).await;
+    let monitor = session_for_monitor(db).await;
+    let statements = pgshift_sql::parse(sql).expect("valid SQL");
+    let planned = plan(
+        &session,
+        vec![PlanInput {
+            path: "<test>".to_owned(),
+            statements,
+        }],
+        TransactionMode::Statement,
+    )
+    .await
+    .expect("plans");
+    let sessions = Sessions {
+        main: session.client(),
+        monitor: Some(monitor.client()),
+        user_search_path: session.user_search_path(),
+    };
+    let options = ApplyOptions {
+        budgets,
+        allow_blocking: allow_blocking
+            .iter()
+            .map(|t| QualifiedName::bare(*t))
+            .collect(),
+    };
+    apply(
+        &sessions,
+        &planned.files[0].script,
+        &options,
+        &TokioSleeper,
+        &mut NoProgress,
+    )
+    .await
+}
+
+async fn session_for_monitor(db: &str) -> Session {
+    let spec = ConnectionSpec::parse(&cluster().connection_string(db)).expect("spec");
+    connect(&spec, &SessionBudgets::READ_ONLY_PLAN)
+        .await
+        .expect("monitor")
+}
+
+/// A writer inserting into a table in a loop, one transaction per row, recording
+/// how long each insert took from the writer's side.
+pub struct Writer {
+    stop: Arc<AtomicBool>,
+    handle: tokio::task::JoinHandle<WriterStats>,
+}
+
+/// What the writer saw.
+#[derive(Debug, Clone, Default)]
+pub struct WriterStats {
+    /// Inserts that committed.
+    pub committed: u64,
+    /// Inserts that failed.
+    pub failed: u64,
+    /// The longest insert, from send to acknowledgement.
+    pub max_latency: Duration,
+    /// Errors seen (first few).
+    pub errors: Vec<String>,
+}
+
+impl Writer {
+    /// Starts writing `insert` (a statement with one `$1::bigint` parameter, a
+    /// running number) on its own connection, at most every `pause`.
+    pub async fn start(db: &str, insert: &'static str, pause: Duration) -> Writer {
+        let client = client(db).await;
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = tokio::spawn(async move {
+            let mut stats = WriterStats::default();
+            let mut n: i64 = 1_000_000;
+            while !flag.load(Ordering::Relaxed) {
+                n += 1;
+                let started = Instant::now();
+                match client.execute(insert, &[&n]).await {
+                    Ok(_) => stats.committed += 1,
+                    Err(err) => {
+                        stats.failed += 1;
+                        if stats.errors.len() < 5 {
+                            stats.errors.push(
+                                err.as_db_error()
+                                    .map_or_else(|| err.to_string(), |db| db.message().to_owned()),
+                            );
+                        }
+                    }
+                }
+                stats.max_latency = stats.max_latency.max(started.elapsed());
+                tokio::time::sleep(pause).await;
+            }
+            stats
+        });
+        Writer { stop, handle }
+    }
+
+    /// Stops and returns what it saw.
+    pub async fn stop(self) -> WriterStats {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle.await.expect("writer task")
+    }
+}
+
+/// The facts of `tables` in `db`.
+pub async fn facts(db: &str, tables: &[&str]) -> CatalogSnapshot {
+    let session = session(db).await;
+    let names: Vec<QualifiedName> = tables.iter().map(|t| QualifiedName::bare(*t)).collect();
+    read_snapshot(session.client(), &names, session.user_search_path())
+        .await
+        .expect("catalog read")
+}
+
+/// The parts of a table's facts that a schema change decides: columns, indexes,
+/// constraints, triggers, partitions — without OIDs, sizes or statistics.
+pub fn shape(facts: &RelationFacts) -> String {
+    let mut out = String::new();
+    out.push_str(&format!("kind {:?}\n", facts.kind));
+    for c in &facts.columns {
+        out.push_str(&format!(
+            "column {} {} not_null={} default={:?} generated={:?}\n",
+            c.name, c.type_sql, c.not_null, c.default, c.generated
+        ));
+    }
+    let mut indexes: Vec<String> = facts
+        .indexes
+        .iter()
+        .map(|i| {
+            format!(
+                "index {} valid={} {}\n",
+                i.name.name, i.is_valid, i.definition
+            )
+        })
+        .collect();
+    indexes.sort();
+    out.extend(indexes);
+    let mut constraints: Vec<String> = facts
+        .constraints
+        .iter()
+        .map(|c| {
+            format!(
+                "constraint {} {} validated={} {}\n",
+                c.name, c.kind, c.validated, c.definition
+            )
+        })
+        .collect();
+    constraints.sort();
+    out.extend(constraints);
+    let mut triggers: Vec<String> = facts
+        .triggers
+        .iter()
+        .map(|t| format!("trigger {} {:?} {}\n", t.name, t.enabled, t.definition))
+        .collect();
+    triggers.sort();
+    out.extend(triggers);
+    for p in &facts.partitions {
+        out.push_str(&format!("partition {} {}\n", p.name.name, p.bound));
+    }
+    out
+}
+
+/// The shape of one table.
+pub async fn table_shape(db: &str, table: &str) -> String {
+    let snapshot = facts(db, &[table]).await;
+    let relation = snapshot
+        .relations
+        .iter()
+        .find(|r| r.name.name == table)
+        .expect("the table exists");
+    shape(relation)
+}
