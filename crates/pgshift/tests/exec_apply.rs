@@ -143,7 +143,7 @@ async fn a_partitioned_table_gets_a_valid_index_while_writes_continue() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_held_conflicting_lock_exhausts_the_budget_and_changes_nothing() {
+async fn inv_lk_3_a_held_conflicting_lock_exhausts_the_budget_and_changes_nothing() {
     let db = database("lockheld", SCHEMA);
     let before = table_shape(&db, "accounts").await;
     let holder = client(&db).await;
@@ -272,7 +272,7 @@ async fn a_failed_step_reports_the_committed_prefix() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn missing_tables_are_refused_before_anything_runs() {
+async fn inv_rf_3_missing_tables_are_refused_before_anything_runs() {
     let db = database("missing", SCHEMA);
     let verdict = apply_sql(
         &db,
@@ -293,7 +293,7 @@ async fn missing_tables_are_refused_before_anything_runs() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_invalid_index_in_the_way_is_reported_not_dropped() {
+async fn inv_st_2_an_invalid_index_in_the_way_is_reported_not_dropped() {
     let db = database("invalid", SCHEMA);
     // A unique build that fails on duplicates leaves an invalid index behind.
     cluster()
@@ -323,4 +323,19 @@ async fn an_invalid_index_in_the_way_is_reported_not_dropped() {
         .psql(&db, "SELECT 'accounts_kind_idx'::regclass::oid")
         .expect("still there");
     assert_eq!(still.trim(), oid.trim(), "pgshift did not drop it");
+}
+
+// INV: LK-4 — real work cut short by statement_timeout is not retried.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inv_lk_4_statement_timeouts_are_never_retried() {
+    let db = database("stmt_timeout", "");
+    let budgets = StepBudgets {
+        statement_timeout_ms: 100,
+        ..TEST_BUDGETS
+    };
+    let verdict = apply_sql(&db, "SELECT pg_sleep(5)", budgets, &[]).await;
+    assert_eq!(verdict.outcome, Outcome::Failed, "{verdict:?}");
+    let report = verdict.units[0].report.as_ref().expect("ran");
+    assert_eq!(report.attempts.len(), 1);
+    assert_eq!(report.failure_kind, Some("statement-timeout"));
 }

@@ -151,6 +151,7 @@ pub async fn run_schedule(
         committed_units: 0,
         failed_unit: None,
     };
+    // INV: RF-3 — one refused statement and nothing of the file runs.
     if !planned.refusals.is_empty() {
         verdict.outcome = Outcome::Refused;
         return verdict;
@@ -297,6 +298,7 @@ async fn run_one(
     };
     if let Some(guard) = &guard {
         if let Ok(Some(existing)) = guard.find(sessions.main).await {
+            // INV: ST-2 — an invalid index that was there before is reported, never dropped.
             if !existing.valid {
                 return UnitResult {
                     index,

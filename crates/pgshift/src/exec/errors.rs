@@ -50,6 +50,7 @@ impl Failure {
     }
 
     /// Whether another attempt may succeed (the failed one changed nothing).
+    // INV: LK-4 — only lock timeouts and deadlocks (nothing changed) are retryable.
     pub fn is_retryable(&self) -> bool {
         matches!(self, Failure::LockTimeout | Failure::Deadlock)
     }

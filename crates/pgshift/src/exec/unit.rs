@@ -195,6 +195,7 @@ pub async fn run_unit(
                         return report;
                     }
                 }
+                // INV: LK-3 — lock waits are bounded by lock_timeout and retried at most max_attempts times.
                 let retry = failure.is_retryable() && number < budgets.max_attempts;
                 let backoff = if retry {
                     budgets.backoff(number + 1, jitter.next_unit())
@@ -238,6 +239,7 @@ async fn clean_leftover(
     let Some(after) = guard.find(client).await? else {
         return Ok(());
     };
+    // INV: ST-2 — only an invalid index with a new OID (this attempt's) is dropped.
     if after.valid || before.is_some_and(|b| b.oid == after.oid) {
         return Ok(());
     }
@@ -310,6 +312,7 @@ async fn attempt_in_transaction(
             client.batch_execute(&step.sql).await?;
             step_us.push(micros(started.elapsed()));
         }
+        // INV: ST-1 — the unit's record commits in the unit's own transaction.
         if let Some(bookkeeping) = bookkeeping {
             client.batch_execute(bookkeeping).await?;
         }

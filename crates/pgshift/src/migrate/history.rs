@@ -55,6 +55,7 @@ fn db(what: &'static str) -> impl FnOnce(tokio_postgres::Error) -> MigrateError 
 }
 
 /// Takes the runner's session advisory lock, without waiting.
+// INV: OC-1 — one runner per database: a session advisory lock, tried, never waited for.
 pub async fn lock(client: &Client) -> Result<(), MigrateError> {
     let row = client
         .query_one(

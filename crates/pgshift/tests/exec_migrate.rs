@@ -1,0 +1,386 @@
+//! `migrate` on real PostgreSQL: a relay-like directory under write load, idempotent
+//! re-runs, a failed file resumed from its first uncommitted unit, a lost connection,
+//! and directory problems — with the history table truthful throughout.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::*;
+use pgshift::exec::{ApplyOptions, NoProgress, TokioSleeper};
+use pgshift::migrate::{
+    migrate, FileStatus, MigrateError, MigrateOptions, MigrateOutcome, MigrateVerdict,
+};
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn relay_database(prefix: &str) -> String {
+    let db = cluster().fresh_database(prefix).expect("database");
+    cluster()
+        .psql_file(&db, workspace().join("workloads/relay/schema.sql"))
+        .expect("relay schema");
+    cluster()
+        .psql_file(&db, workspace().join("workloads/relay/seed.sql"))
+        .expect("relay seed");
+    db
+}
+
+fn options() -> MigrateOptions {
+    MigrateOptions {
+        apply: ApplyOptions {
+            budgets: TEST_BUDGETS,
+            allow_blocking: Vec::new(),
+        },
+        allow_gaps: false,
+        allow_out_of_order: false,
+        dry_run: false,
+        max_file_bytes: 1 << 20,
+    }
+}
+
+async fn run(
+    db: &str,
+    dir: &Path,
+    options: &MigrateOptions,
+) -> Result<MigrateVerdict, MigrateError> {
+    let main = session(db).await;
+    let monitor = session(db).await;
+    migrate(
+        &main,
+        Some(&monitor),
+        dir,
+        options,
+        &TokioSleeper,
+        &mut NoProgress,
+    )
+    .await
+}
+
+fn history(db: &str) -> String {
+    cluster()
+        .psql(
+            db,
+            "SELECT version, name, checksum, units_total, units_committed, outcome, coalesce(error, '') FROM pgshift.migrations ORDER BY version",
+        )
+        .expect("history readable")
+}
+
+fn temp_dir(label: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("pgshift-migrate-{label}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+/// Events a relay writer inserts: valid for every trigger, in a live partition.
+const RELAY_WRITER: &str = "INSERT INTO events (community_id, id, pubkey, created_at, kind, tags, content) \
+     SELECT c.id, sha256(('w' || $1::bigint)::bytea), sha256(('p' || $1::bigint)::bytea), \
+            '2026-10-15'::timestamptz + ($1::bigint % 100000) * interval '1 second', 1, '[]', 'writer note ' || $1::bigint \
+       FROM communities c ORDER BY c.id LIMIT 1";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relay_directory_applies_under_write_load_and_reruns_as_a_no_op() {
+    let db = relay_database("relay_migrate");
+    let dir = workspace().join("crates/pgshift/tests/data/migrations/relay_online");
+    let writer = Writer::start(&db, RELAY_WRITER, Duration::from_millis(3)).await;
+    let verdict = run(&db, &dir, &options()).await.expect("runs");
+    let stats = writer.stop().await;
+    assert_eq!(verdict.outcome, MigrateOutcome::Done, "{verdict:#?}");
+    assert_eq!(verdict.files.len(), 8);
+    assert!(
+        verdict
+            .files
+            .iter()
+            .all(|f| f.status == FileStatus::Applied),
+        "{verdict:#?}"
+    );
+    let bound = Duration::from_millis(TEST_BUDGETS.lock_timeout_ms) + Duration::from_millis(900);
+    assert!(
+        stats.max_latency <= bound,
+        "a writer waited {:?}",
+        stats.max_latency
+    );
+    assert!(stats.committed > 20 && stats.failed == 0, "{stats:?}");
+
+    let recorded = history(&db);
+    assert_eq!(recorded.lines().count(), 8, "{recorded}");
+    for line in recorded.lines() {
+        let fields: Vec<&str> = line.split('|').collect();
+        assert_eq!(fields[3], fields[4], "every unit committed: {line}");
+        assert_eq!(fields[5], "done", "{line}");
+    }
+    let valid = cluster()
+        .psql(&db, "SELECT indisvalid FROM pg_index WHERE indexrelid = 'events_kind_created_idx'::regclass")
+        .expect("query");
+    assert_eq!(valid.trim(), "t");
+
+    let again = run(&db, &dir, &options()).await.expect("runs again");
+    assert_eq!(again.outcome, MigrateOutcome::Done);
+    assert!(
+        again
+            .files
+            .iter()
+            .all(|f| f.status == FileStatus::AlreadyApplied),
+        "{again:#?}"
+    );
+    assert_eq!(history(&db), recorded, "a second run changes nothing");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_file_stops_the_run_and_resumes_where_it_stopped() {
+    let db = database("resume", "CREATE TABLE items (id bigint PRIMARY KEY, qty int); INSERT INTO items SELECT g, g FROM generate_series(1, 1000) g; UPDATE items SET qty = -1 WHERE id = 500;");
+    let dir = temp_dir("resume");
+    std::fs::write(
+        dir.join("0001_note.sql"),
+        "ALTER TABLE items ADD COLUMN note text;",
+    )
+    .expect("write");
+    std::fs::write(
+        dir.join("0002_qty.sql"),
+        "ALTER TABLE items ADD COLUMN tag text;\nALTER TABLE items ADD CONSTRAINT items_qty_check CHECK (qty >= 0);\nCOMMENT ON TABLE items IS 'stock';",
+    )
+    .expect("write");
+    std::fs::write(
+        dir.join("0003_later.sql"),
+        "ALTER TABLE items ADD COLUMN later int;",
+    )
+    .expect("write");
+
+    let first = run(&db, &dir, &options()).await.expect("runs");
+    assert_eq!(first.outcome, MigrateOutcome::Failed, "{first:#?}");
+    let statuses: Vec<FileStatus> = first.files.iter().map(|f| f.status).collect();
+    assert_eq!(
+        statuses,
+        vec![FileStatus::Applied, FileStatus::Failed, FileStatus::NotRun]
+    );
+    let failed = first.files[1].verdict.as_ref().expect("ran");
+    assert_eq!(
+        failed.committed_units, 2,
+        "ADD COLUMN and ADD CONSTRAINT … NOT VALID committed"
+    );
+    let recorded = history(&db);
+    let row: Vec<&str> = recorded
+        .lines()
+        .nth(1)
+        .expect("row of 0002")
+        .split('|')
+        .collect();
+    assert_eq!((row[3], row[4], row[5]), ("4", "2", "failed"), "{recorded}");
+    assert!(row[6].contains("23514"), "{recorded}");
+
+    cluster()
+        .psql(&db, "UPDATE items SET qty = 0 WHERE qty < 0")
+        .expect("fix the data");
+    let second = run(&db, &dir, &options()).await.expect("runs");
+    assert_eq!(second.outcome, MigrateOutcome::Done, "{second:#?}");
+    assert!(second.files[1].resumed);
+    assert_eq!(second.files[1].committed_before, 2);
+    assert_eq!(second.files[2].status, FileStatus::Applied);
+    let validated = cluster()
+        .psql(
+            &db,
+            "SELECT convalidated FROM pg_constraint WHERE conname = 'items_qty_check'",
+        )
+        .expect("query");
+    assert_eq!(validated.trim(), "t");
+    let tags = cluster()
+        .psql(&db, "SELECT count(*) FROM pg_attribute WHERE attrelid = 'items'::regclass AND attname = 'tag' AND NOT attisdropped")
+        .expect("query");
+    assert_eq!(
+        tags.trim(),
+        "1",
+        "the committed ADD COLUMN was not run twice"
+    );
+    std::fs::remove_dir_all(dir).expect("cleanup");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inv_st_1_a_lost_connection_leaves_a_truthful_history_and_resumes() {
+    let db = database("lost", "CREATE TABLE items (id bigint PRIMARY KEY);");
+    let dir = temp_dir("lost");
+    std::fs::write(
+        dir.join("0001_slow.sql"),
+        "ALTER TABLE items ADD COLUMN a int;\nSELECT pg_sleep(30);\nALTER TABLE items ADD COLUMN b int;",
+    )
+    .expect("write");
+    let killer_db = db.clone();
+    let killer = tokio::spawn(async move {
+        let admin = client(&killer_db).await;
+        for _ in 0..300 {
+            let killed = admin
+                .query_one(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+                      WHERE application_name = 'pgshift' AND query LIKE '%pg_sleep(30)%' AND pid <> pg_backend_pid()",
+                    &[],
+                )
+                .await
+                .map(|row| row.get::<_, i64>(0))
+                .unwrap_or(0);
+            if killed > 0 {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        false
+    });
+    let first = run(&db, &dir, &options()).await.expect("runs");
+    assert!(
+        killer.await.expect("killer task"),
+        "the sleeping step was found and killed"
+    );
+    assert_eq!(first.outcome, MigrateOutcome::Failed, "{first:#?}");
+    let failure = first.files[0]
+        .verdict
+        .as_ref()
+        .and_then(|v| v.units.get(1))
+        .and_then(|u| u.report.as_ref())
+        .and_then(|r| r.failure_kind);
+    assert_eq!(failure, Some("connection-lost"));
+    let recorded = history(&db);
+    let row: Vec<&str> = recorded.lines().next().expect("row").split('|').collect();
+    assert_eq!(
+        row[4], "1",
+        "exactly the first unit is recorded as committed: {recorded}"
+    );
+
+    // The file is unchanged, so the run resumes the recorded schedule at its second
+    // unit (the sleep); a short statement timeout now stops it, and a statement
+    // timeout is never retried.
+    let mut quick = options();
+    quick.apply.budgets.statement_timeout_ms = 100;
+    let second = run(&db, &dir, &quick).await.expect("runs");
+    let resumed = &second.files[0];
+    assert!(resumed.resumed, "{second:#?}");
+    assert_eq!(resumed.committed_before, 1);
+    assert_eq!(
+        second.outcome,
+        MigrateOutcome::Failed,
+        "the sleep now hits the statement timeout"
+    );
+    let kind = resumed
+        .verdict
+        .as_ref()
+        .and_then(|v| v.units.get(1))
+        .and_then(|u| u.report.as_ref())
+        .and_then(|r| r.failure_kind);
+    assert_eq!(kind, Some("statement-timeout"), "never retried");
+    let attempts = resumed
+        .verdict
+        .as_ref()
+        .and_then(|v| v.units[1].report.as_ref())
+        .map(|r| r.attempts.len());
+    assert_eq!(attempts, Some(1));
+    let column_a = cluster()
+        .psql(&db, "SELECT count(*) FROM pg_attribute WHERE attrelid = 'items'::regclass AND attname = 'a' AND NOT attisdropped")
+        .expect("query");
+    assert_eq!(column_a.trim(), "1");
+    std::fs::remove_dir_all(dir).expect("cleanup");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn directory_problems_stop_the_run_before_anything_happens() {
+    let db = database("dirs", "CREATE TABLE items (id bigint PRIMARY KEY);");
+    let gap = temp_dir("gap");
+    std::fs::write(
+        gap.join("0001_a.sql"),
+        "ALTER TABLE items ADD COLUMN a int;",
+    )
+    .expect("write");
+    std::fs::write(
+        gap.join("0003_c.sql"),
+        "ALTER TABLE items ADD COLUMN c int;",
+    )
+    .expect("write");
+    assert!(matches!(
+        run(&db, &gap, &options()).await,
+        Err(MigrateError::Gap { after: 1, next: 3 })
+    ));
+    let exists = cluster()
+        .psql(&db, "SELECT to_regclass('pgshift.migrations') IS NULL")
+        .expect("query");
+    assert_eq!(
+        exists.trim(),
+        "t",
+        "nothing was written, not even the history table"
+    );
+    let mut allow = options();
+    allow.allow_gaps = true;
+    assert_eq!(
+        run(&db, &gap, &allow).await.expect("runs").outcome,
+        MigrateOutcome::Done
+    );
+
+    let duplicate = temp_dir("duplicate");
+    std::fs::write(duplicate.join("0001_a.sql"), "SELECT 1;").expect("write");
+    std::fs::write(duplicate.join("001_b.sql"), "SELECT 2;").expect("write");
+    assert!(matches!(
+        run(&db, &duplicate, &options()).await,
+        Err(MigrateError::DuplicateVersion { version: 1, .. })
+    ));
+
+    std::fs::write(
+        gap.join("0001_a.sql"),
+        "ALTER TABLE items ADD COLUMN a2 int;",
+    )
+    .expect("edit");
+    assert!(matches!(
+        run(&db, &gap, &allow).await,
+        Err(MigrateError::ChangedAfterApply { version: 1, .. })
+    ));
+
+    let bad = temp_dir("bad");
+    std::fs::write(bad.join("0001_bad.sql"), "ALTER TABLE items ADD COLUMN;").expect("write");
+    let db3 = database("dirs3", "CREATE TABLE items (id bigint PRIMARY KEY);");
+    let verdict = run(&db3, &bad, &options()).await.expect("runs");
+    assert_eq!(verdict.outcome, MigrateOutcome::Failed);
+    assert!(verdict.files[0]
+        .error
+        .as_deref()
+        .unwrap_or("")
+        .contains("syntax error"));
+
+    let missing = temp_dir("missing");
+    std::fs::write(
+        missing.join("0001_m.sql"),
+        "ALTER TABLE nowhere ADD COLUMN x int;",
+    )
+    .expect("write");
+    let db2 = database("dirs2", "");
+    let verdict = run(&db2, &missing, &options()).await.expect("runs");
+    assert_eq!(verdict.outcome, MigrateOutcome::Refused);
+    assert_eq!(
+        history(&db2),
+        "",
+        "a refused file is not recorded as applied or failed"
+    );
+    for dir in [gap, duplicate, bad, missing] {
+        std::fs::remove_dir_all(dir).expect("cleanup");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inv_oc_1_only_one_runner_at_a_time() {
+    let db = database("lockrun", "CREATE TABLE items (id bigint PRIMARY KEY);");
+    let holder = client(&db).await;
+    holder
+        .query_one(
+            "SELECT pg_advisory_lock(hashtextextended('pgshift.migrate', 0))",
+            &[],
+        )
+        .await
+        .expect("takes the runner lock");
+    let dir = temp_dir("lockrun");
+    std::fs::write(
+        dir.join("0001_a.sql"),
+        "ALTER TABLE items ADD COLUMN a int;",
+    )
+    .expect("write");
+    match run(&db, &dir, &options()).await {
+        Err(MigrateError::AnotherRunner { holder: Some(_) }) => {}
+        other => panic!("expected another-runner, got {other:?}"),
+    }
+    std::fs::remove_dir_all(dir).expect("cleanup");
+}
