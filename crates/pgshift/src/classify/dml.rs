@@ -82,7 +82,10 @@ pub(crate) fn classify(node: &NodeEnum, context: &Context<'_>, b: &mut Builder) 
         }
     }
     if let Some(target) = &target {
-        b.lock(target, ObjectKind::Table, LockMode::RowExclusive, false);
+        // UPDATE, DELETE and MERGE open every partition they may touch; INSERT only
+        // the partitions its rows are routed to.
+        let recurses = kind != OperationKind::Insert && target_inherits(node);
+        b.lock(target, ObjectKind::Table, LockMode::RowExclusive, recurses);
     }
     for relation in relations_of(node) {
         if Some(&relation) != target.as_ref() {
@@ -99,6 +102,17 @@ pub(crate) fn classify(node: &NodeEnum, context: &Context<'_>, b: &mut Builder) 
         operation.detail = Some(WHOLE_TABLE.to_owned());
         b.reason("no WHERE clause: every row is changed in one transaction, holding its row locks until the end");
     }
+}
+
+/// Whether the target of a data statement is written without `ONLY`.
+fn target_inherits(node: &NodeEnum) -> bool {
+    let relation = match node {
+        NodeEnum::UpdateStmt(stmt) => stmt.relation.as_ref(),
+        NodeEnum::DeleteStmt(stmt) => stmt.relation.as_ref(),
+        NodeEnum::MergeStmt(stmt) => stmt.relation.as_ref(),
+        _ => None,
+    };
+    relation.is_some_and(|r| r.inh)
 }
 
 fn classify_copy(stmt: &pgshift_sql::ast::CopyStmt, b: &mut Builder) {

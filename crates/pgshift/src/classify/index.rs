@@ -240,6 +240,7 @@ pub(crate) fn classify_reindex(stmt: &ReindexStmt, context: &Context<'_>, b: &mu
             Some(&stmt.name),
             WorkClass::ScanUnderLock,
         );
+        b.outside_transaction_only();
         b.refuse(
             RefusalCause::UnclassifiedStatement,
             "REINDEX SCHEMA, DATABASE or SYSTEM touches every table at once; name the tables or indexes instead",
@@ -283,7 +284,13 @@ pub(crate) fn classify_reindex(stmt: &ReindexStmt, context: &Context<'_>, b: &mu
     } else {
         LockMode::Share
     };
-    b.lock(&name, object, mode, object == ObjectKind::Table);
+    b.lock(&name, object, mode, true);
+    if let Some(table) = context
+        .relation(&name)
+        .and_then(|f| f.indexed_table.as_ref())
+    {
+        b.lock(table, ObjectKind::Table, LockMode::Share, true);
+    }
     b.operation(
         OperationKind::Reindex,
         Some(&name),
@@ -330,18 +337,26 @@ pub(crate) fn classify_drop(stmt: &DropStmt, context: &Context<'_>, b: &mut Buil
         .iter()
         .filter_map(|node| qualified_from_parts(&strings(list_items(node)), 0))
         .collect();
-    let mode = if stmt.concurrent {
+    // Plain DROP INDEX takes ACCESS EXCLUSIVE on the index's table (and on each
+    // partition's index, for a partitioned index); CONCURRENTLY takes SHARE UPDATE
+    // EXCLUSIVE on the table and, at the very end, ACCESS EXCLUSIVE on the index.
+    let table_mode = if stmt.concurrent {
         LockMode::ShareUpdateExclusive
     } else {
         LockMode::AccessExclusive
     };
     for name in &names {
-        b.lock(name, ObjectKind::Index, mode, false);
+        b.lock(
+            name,
+            ObjectKind::Index,
+            LockMode::AccessExclusive,
+            !stmt.concurrent,
+        );
         if let Some(table) = context
             .relation(name)
             .and_then(|f| f.indexed_table.as_ref())
         {
-            b.lock(table, ObjectKind::Table, mode, false);
+            b.lock(table, ObjectKind::Table, table_mode, !stmt.concurrent);
         }
         let kind = if stmt.concurrent {
             OperationKind::DropIndexConcurrently

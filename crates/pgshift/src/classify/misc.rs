@@ -56,22 +56,23 @@ pub(crate) fn classify(node: &NodeEnum, context: &Context<'_>, b: &mut Builder) 
         NodeEnum::RefreshMatViewStmt(stmt) => {
             b.statement("refresh-materialized-view");
             let view = stmt.relation.as_ref().map(range_var_name);
-            let (mode, kind) = if stmt.concurrent {
-                b.outside_transaction_only();
+            let (mode, kind, work) = if stmt.concurrent {
                 (
                     LockMode::Exclusive,
                     OperationKind::RefreshMaterializedViewConcurrently,
+                    WorkClass::DataChange,
                 )
             } else {
                 (
                     LockMode::AccessExclusive,
                     OperationKind::RefreshMaterializedView,
+                    WorkClass::Rewrite,
                 )
             };
             if let Some(view) = &view {
                 b.lock(view, ObjectKind::View, mode, false);
             }
-            b.operation(kind, view.as_ref(), None, WorkClass::Rewrite);
+            b.operation(kind, view.as_ref(), None, work);
             if !stmt.concurrent {
                 b.reason("REFRESH MATERIALIZED VIEW blocks reads of the view until it finishes; CONCURRENTLY (which needs a unique index on the view) lets reads continue");
             }

@@ -108,8 +108,12 @@ pub struct LockTaken {
     pub object: ObjectKind,
     /// The strongest mode taken on it.
     pub mode: LockMode,
-    /// Whether the same lock is taken on every partition (or inheritance child).
+    /// Whether the lock is also taken on every partition (or inheritance child, or
+    /// each partition's index for a partitioned index).
     pub recurses: bool,
+    /// The mode taken on each partition, when it differs from `mode`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partition_mode: Option<LockMode>,
 }
 
 /// The closed vocabulary of operations a statement can contain.
@@ -519,7 +523,18 @@ impl Builder {
             object,
             mode,
             recurses,
+            partition_mode: None,
         });
+    }
+
+    /// Records that the partitions of `relation` are locked in `mode` rather than in
+    /// the relation's own mode.
+    pub(crate) fn partition_mode(&mut self, relation: &QualifiedName, mode: LockMode) {
+        if let Some(lock) = self.locks.iter_mut().find(|l| &l.relation == relation) {
+            if lock.recurses && lock.mode != mode {
+                lock.partition_mode = Some(mode);
+            }
+        }
     }
 
     pub(crate) fn outside_transaction_only(&mut self) {

@@ -44,6 +44,18 @@ pub(crate) fn classify_create(stmt: &CreateStmt, context: &Context<'_>, b: &mut 
             b.reason(format!(
                 "CREATE TABLE … PARTITION OF takes ACCESS EXCLUSIVE on {parent}: every query on it waits while it waits for and holds the lock"
             ));
+            for fk in context
+                .relation(&parent)
+                .map(|f| f.foreign_keys_out.as_slice())
+                .unwrap_or_default()
+            {
+                b.lock(
+                    &fk.referenced,
+                    ObjectKind::Table,
+                    LockMode::ShareRowExclusive,
+                    false,
+                );
+            }
             if let Some(default) = context
                 .relation(&parent)
                 .and_then(RelationFacts::default_partition)
@@ -286,7 +298,6 @@ pub(crate) fn classify_rename(stmt: &RenameStmt, context: &Context<'_>, b: &mut 
     let rename = ObjectType::try_from(stmt.rename_type).unwrap_or(ObjectType::Undefined);
     let relation = stmt.relation.as_ref().map(range_var_name);
     let recurses = stmt.relation.as_ref().is_some_and(|rv| rv.inh);
-    let _ = context;
     match (rename, relation) {
         (ObjectType::ObjectTable | ObjectType::ObjectForeignTable, Some(table)) => {
             b.lock(&table, ObjectKind::Table, LockMode::AccessExclusive, false);
@@ -364,7 +375,14 @@ pub(crate) fn classify_rename(stmt: &RenameStmt, context: &Context<'_>, b: &mut 
             );
         }
         (ObjectType::ObjectTrigger, Some(table)) => {
-            b.lock(&table, ObjectKind::Table, LockMode::AccessExclusive, false);
+            // From PostgreSQL 15 the partitions' clones are renamed too.
+            let recurses = recurses && context.server_version_num().is_none_or(|v| v >= 150000);
+            b.lock(
+                &table,
+                ObjectKind::Table,
+                LockMode::AccessExclusive,
+                recurses,
+            );
             b.operation(
                 OperationKind::RenameTrigger,
                 Some(&table),
@@ -544,6 +562,12 @@ pub(crate) fn classify_cluster(stmt: &ClusterStmt, context: &Context<'_>, b: &mu
     };
     let table = range_var_name(relation);
     b.lock(&table, ObjectKind::Table, LockMode::AccessExclusive, true);
+    if context
+        .relation(&table)
+        .is_some_and(|f| f.kind == crate::catalog::RelationKind::PartitionedTable)
+    {
+        b.outside_transaction_only();
+    }
     b.operation(
         OperationKind::Cluster,
         Some(&table),

@@ -115,19 +115,61 @@ pub(crate) fn classify(stmt: &AlterTableStmt, context: &Context<'_>, b: &mut Bui
         .map(|piece| piece.mode)
         .max()
         .unwrap_or(LockMode::AccessExclusive);
-    let recurses = relation.inh && pieces.iter().any(|p| recurses_to_partitions(&p.cmd));
+    let version = context.server_version_num();
+    let recursing: Vec<&Piece> = pieces
+        .iter()
+        .filter(|p| recurses_to_partitions(&p.cmd, version))
+        .collect();
+    let recurses = relation.inh && !recursing.is_empty();
     b.lock(&target.table, ObjectKind::Table, mode, recurses);
+    if let Some(partitions) = recursing
+        .iter()
+        .map(|p| partition_mode_of(p, version))
+        .max()
+    {
+        b.partition_mode(&target.table, partitions);
+    }
     assemble(pieces, &target, b);
 }
 
 /// Whether a subcommand also applies to (and locks) every partition.
-fn recurses_to_partitions(cmd: &AlterTableCmd) -> bool {
-    !matches!(
-        subtype(cmd),
-        AlterTableType::AtAttachPartition
-            | AlterTableType::AtDetachPartition
-            | AlterTableType::AtDetachPartitionFinalize
-    )
+/// (PostgreSQL's `ATPrepCmd`: these subcommands act on the named table only; identity
+/// changes recurse from PostgreSQL 17.)
+fn recurses_to_partitions(cmd: &AlterTableCmd, version: Option<i32>) -> bool {
+    use AlterTableType as T;
+    match subtype(cmd) {
+        T::AtAttachPartition
+        | T::AtDetachPartition
+        | T::AtDetachPartitionFinalize
+        | T::AtSetCompression
+        | T::AtReplicaIdentity
+        | T::AtEnableRowSecurity
+        | T::AtDisableRowSecurity
+        | T::AtForceRowSecurity
+        | T::AtNoForceRowSecurity
+        | T::AtChangeOwner
+        | T::AtSetTableSpace => false,
+        T::AtAddIdentity | T::AtSetIdentity | T::AtDropIdentity => {
+            version.is_none_or(|v| v >= 170000)
+        }
+        _ => true,
+    }
+}
+
+/// The mode a recursing subcommand takes on each partition: adding a UNIQUE or PRIMARY
+/// KEY builds each partition's index under SHARE before PostgreSQL 18.
+fn partition_mode_of(piece: &Piece, version: Option<i32>) -> LockMode {
+    let builds_index = constraint_def(&piece.cmd).is_some_and(|c| {
+        matches!(
+            contype(c),
+            ConstrType::ConstrUnique | ConstrType::ConstrPrimary
+        ) && c.indexname.is_empty()
+    });
+    if builds_index && version.is_some_and(|v| v < 180000) {
+        LockMode::Share
+    } else {
+        piece.mode
+    }
 }
 
 fn subtype(cmd: &AlterTableCmd) -> AlterTableType {
@@ -332,7 +374,15 @@ fn classify_cmd(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder) -> Pi
         T::AtAttachPartition => attach_partition(cmd, target, b),
         T::AtDetachPartition => detach_partition(cmd, target, b),
         T::AtDetachPartitionFinalize => {
-            b.outside_transaction_only();
+            if let Some(partition) = partition_cmd(cmd).and_then(|p| p.name.as_ref()) {
+                b.lock(
+                    &range_var_name(partition),
+                    ObjectKind::Table,
+                    LockMode::AccessExclusive,
+                    false,
+                );
+            }
+            fk_targets_of(target, b);
             catalog_only(
                 b,
                 OperationKind::DetachPartitionFinalize,
@@ -372,6 +422,21 @@ fn classify_cmd(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder) -> Pi
                     ),
                 ),
             )
+        }
+    }
+}
+
+/// The tables the table's foreign keys reference: attaching or detaching a partition
+/// copies or splits those keys, which locks them in SHARE ROW EXCLUSIVE.
+fn fk_targets_of(target: &Target<'_>, b: &mut Builder) {
+    if let Some(facts) = target.facts {
+        for fk in &facts.foreign_keys_out {
+            b.lock(
+                &fk.referenced,
+                ObjectKind::Table,
+                LockMode::ShareRowExclusive,
+                false,
+            );
         }
     }
 }
@@ -458,12 +523,7 @@ fn alter_index(stmt: &AlterTableStmt, index: &QualifiedName, b: &mut Builder) {
                     .and_then(|p| p.name.as_ref())
                     .map(range_var_name);
                 if let Some(child) = &child {
-                    b.lock(
-                        child,
-                        ObjectKind::Index,
-                        LockMode::ShareUpdateExclusive,
-                        false,
-                    );
+                    b.lock(child, ObjectKind::Index, LockMode::AccessExclusive, false);
                 }
                 b.operation(
                     OperationKind::AttachIndexPartition,

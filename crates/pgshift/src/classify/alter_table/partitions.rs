@@ -20,6 +20,7 @@ pub(super) fn partition_cmd(cmd: &AlterTableCmd) -> Option<&pgshift_sql::ast::Pa
 }
 
 pub(super) fn attach_partition(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder) -> Piece {
+    fk_targets_of(target, b);
     let partition = partition_cmd(cmd)
         .and_then(|p| p.name.as_ref())
         .map(range_var_name);
@@ -70,8 +71,16 @@ pub(super) fn detach_partition(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut
         LockMode::AccessExclusive
     };
     if let Some(partition) = &partition {
-        b.lock(partition, ObjectKind::Table, mode, false);
+        // DETACH … CONCURRENTLY takes ACCESS EXCLUSIVE on the partition in its second
+        // transaction, like the plain form.
+        b.lock(
+            partition,
+            ObjectKind::Table,
+            LockMode::AccessExclusive,
+            false,
+        );
     }
+    fk_targets_of(target, b);
     let kind = if concurrent {
         OperationKind::DetachPartitionConcurrently
     } else {
