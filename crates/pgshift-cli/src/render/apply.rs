@@ -75,9 +75,14 @@ pub fn apply(report: &ApplyReport, script: &Script) -> String {
                 } else {
                     let _ = writeln!(
                         out,
-                        "      FAILED after {attempts} attempt{}: {}",
+                        "      FAILED after {attempts} attempt{}: {}{}",
                         if attempts == 1 { "" } else { "s" },
-                        r.failure.clone().unwrap_or_default()
+                        r.failure.clone().unwrap_or_default(),
+                        r.lock_wait_us_observed
+                            .map_or_else(String::new, |us| format!(
+                                " (waited for locks {})",
+                                duration(us)
+                            ))
                     );
                 }
                 for cleanup in &r.cleanups {

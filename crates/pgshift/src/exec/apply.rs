@@ -326,8 +326,14 @@ async fn run_one(
         sleeper,
         jitter,
     );
-    let report = match (sessions.monitor, unit.work() == WorkClass::ConcurrentBuild) {
-        (Some(monitor), true) => with_build_progress(sessions.main, monitor, run, progress).await,
+    let watch = Watch {
+        build: unit.work() == WorkClass::ConcurrentBuild,
+        lock_waits: unit.strongest_lock().is_some_and(|m| m.blocks_writes()),
+    };
+    let report = match sessions.monitor {
+        Some(monitor) if watch.build || watch.lock_waits => {
+            watched(sessions.main, monitor, run, progress, watch).await
+        }
         _ => run.await,
     };
     UnitResult {
@@ -338,12 +344,24 @@ async fn run_one(
     }
 }
 
-/// Runs `run` while polling the main session's index build progress every half second.
-async fn with_build_progress(
+/// What the monitor session watches while a unit runs.
+#[derive(Clone, Copy)]
+struct Watch {
+    /// Concurrent build progress, every half second.
+    build: bool,
+    /// Whether the main session is waiting for a lock, every 5 ms.
+    lock_waits: bool,
+}
+
+/// Runs `run` while the monitor session watches the main session's backend: build
+/// progress, and how long it waits for locks (sampled every 5 ms, summed over every
+/// attempt into `lock_wait_us_observed`).
+async fn watched(
     main: &Client,
     monitor: &Client,
     run: impl std::future::Future<Output = UnitReport>,
     progress: &mut dyn Progress,
+    watch: Watch,
 ) -> UnitReport {
     let pid: Option<i32> = match main
         .query_one("SELECT pg_catalog.pg_backend_pid()", &[])
@@ -352,30 +370,59 @@ async fn with_build_progress(
         Ok(row) => Some(row.get(0)),
         Err(_) => None,
     };
+    let Some(pid) = pid else {
+        return run.await;
+    };
     let mut run = std::pin::pin!(run);
-    let mut interval = tokio::time::interval(Duration::from_millis(500));
+    let mut build_tick = tokio::time::interval(Duration::from_millis(500));
+    let mut wait_tick = tokio::time::interval(Duration::from_millis(5));
+    wait_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut waited = Duration::ZERO;
+    let mut last_sample: Option<(std::time::Instant, bool)> = None;
     loop {
         tokio::select! {
-            report = &mut run => return report,
-            _ = interval.tick() => {
-                if let Some(pid) = pid {
-                    if let Ok(Some(row)) = monitor
-                        .query_opt(
-                            "SELECT phase, blocks_total, blocks_done, tuples_total, tuples_done \
-                               FROM pg_catalog.pg_stat_progress_create_index WHERE pid OPERATOR(pg_catalog.=) $1",
-                            &[&pid],
-                        )
-                        .await
-                    {
-                        progress.build(BuildProgress {
-                            phase: row.get(0),
-                            blocks_total: row.get(1),
-                            blocks_done: row.get(2),
-                            tuples_total: row.get(3),
-                            tuples_done: row.get(4),
-                        });
-                    }
+            report = &mut run => {
+                let mut report = report;
+                if watch.lock_waits {
+                    report.lock_wait_us_observed = Some(u64::try_from(waited.as_micros()).unwrap_or(u64::MAX));
                 }
+                return report;
+            }
+            _ = build_tick.tick(), if watch.build => {
+                if let Ok(Some(row)) = monitor
+                    .query_opt(
+                        "SELECT phase, blocks_total, blocks_done, tuples_total, tuples_done \
+                           FROM pg_catalog.pg_stat_progress_create_index WHERE pid OPERATOR(pg_catalog.=) $1",
+                        &[&pid],
+                    )
+                    .await
+                {
+                    progress.build(BuildProgress {
+                        phase: row.get(0),
+                        blocks_total: row.get(1),
+                        blocks_done: row.get(2),
+                        tuples_total: row.get(3),
+                        tuples_done: row.get(4),
+                    });
+                }
+            }
+            _ = wait_tick.tick(), if watch.lock_waits => {
+                let waiting = monitor
+                    .query_opt(
+                        "SELECT wait_event_type OPERATOR(pg_catalog.=) 'Lock' \
+                           FROM pg_catalog.pg_stat_activity WHERE pid OPERATOR(pg_catalog.=) $1",
+                        &[&pid],
+                    )
+                    .await
+                    .ok()
+                    .flatten()
+                    .and_then(|row| row.get::<_, Option<bool>>(0))
+                    .unwrap_or(false);
+                let now = std::time::Instant::now();
+                if let Some((at, true)) = last_sample {
+                    waited += now - at;
+                }
+                last_sample = Some((now, waiting));
             }
         }
     }

@@ -85,6 +85,10 @@ pub struct UnitReport {
     pub step_us: Vec<u64>,
     /// What was cleaned up between attempts (invalid indexes left by failed builds).
     pub cleanups: Vec<String>,
+    /// How long the session was seen waiting for locks, over all attempts, sampled
+    /// every 5 ms from a second session (when one was available and the unit takes a
+    /// lock that blocks writes).
+    pub lock_wait_us_observed: Option<u64>,
 }
 
 /// Sleeps; injected so tests can run retries without real time.
@@ -139,6 +143,7 @@ pub async fn run_unit(
         strong_lock_held_us_max: None,
         step_us: Vec::new(),
         cleanups: Vec::new(),
+        lock_wait_us_observed: None,
     };
     let statement_timeout = budgets.statement_timeout_for(unit.work());
     let lock_timeout = budgets.lock_timeout_for(unit.strongest_lock());
