@@ -10,6 +10,9 @@ use pgshift::exec::{BuildProgress, Progress, Unit, UnitResult};
 pub struct ProgressDisplay {
     terminal: bool,
     bar: Option<ProgressBar>,
+    /// Without a terminal: the last phase and tenth printed, so a line appears only
+    /// when either changes.
+    last_line: Option<(String, i64)>,
 }
 
 impl ProgressDisplay {
@@ -18,6 +21,7 @@ impl ProgressDisplay {
         ProgressDisplay {
             terminal: std::io::stderr().is_terminal(),
             bar: None,
+            last_line: None,
         }
     }
 }
@@ -64,7 +68,14 @@ impl Progress for ProgressDisplay {
                 }
                 bar.set_message(progress.phase.clone());
             }
-            None => eprintln!("  build: {}{percent}", progress.phase),
+            None => {
+                let tenth = progress.fraction().map_or(-1, |f| (f * 10.0) as i64);
+                let line = (progress.phase.clone(), tenth);
+                if self.last_line.as_ref() != Some(&line) {
+                    eprintln!("  build: {}{percent}", progress.phase);
+                    self.last_line = Some(line);
+                }
+            }
         }
     }
 
@@ -72,6 +83,7 @@ impl Progress for ProgressDisplay {
         if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();
         }
+        self.last_line = None;
         let status = match (&result.report, &result.skipped) {
             (Some(r), _) if r.committed => "committed".to_owned(),
             (Some(r), _) => format!("failed: {}", r.failure.clone().unwrap_or_default()),
