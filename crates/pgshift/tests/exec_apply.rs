@@ -1,7 +1,6 @@
-//! `apply` on real PostgreSQL: every safer sequence ends in the catalog state the
-//! blocking form produces, while a writer inserting throughout never waits longer
-//! than the lock budget (plus a margin); a held conflicting lock exhausts the budget
-//! and leaves the catalog unchanged.
+//! `apply` on real PostgreSQL: partitioned index builds while writes continue,
+//! refusals, failures with their committed prefix, statement timeouts, invalid indexes.
+//! (Writers' waits are measured in `exec_latency.rs`.)
 
 mod common;
 
@@ -32,84 +31,14 @@ INSERT INTO events SELECT g, '2026-01-01'::timestamptz + (g % 360) * interval '1
 ANALYZE;
 ";
 
-const ACCOUNTS_WRITER: &str =
-    "INSERT INTO accounts (id, email, kind, owner_id, note) VALUES ($1::bigint, 'writer' || $1::bigint || '@example.com', 1, 1, 'w')";
 const EVENTS_WRITER: &str =
     "INSERT INTO events (id, at, kind) VALUES ($1::bigint, '2026-01-01'::timestamptz + ($1::bigint % 270) * interval '1 day', 1)";
-
-/// The lock budget of these tests, and the margin allowed on top of it for a
-/// writer's wait (scheduling noise on a small, busy machine).
-const MARGIN: Duration = Duration::from_millis(900);
-
-struct Case {
-    name: &'static str,
-    table: &'static str,
-    sql: &'static str,
-    writer: &'static str,
-}
-
-const CASES: &[Case] = &[
-    Case { name: "index", table: "accounts", sql: "CREATE INDEX accounts_kind_idx ON accounts (kind)", writer: ACCOUNTS_WRITER },
-    Case { name: "unique", table: "accounts", sql: "ALTER TABLE accounts ADD CONSTRAINT accounts_email_key UNIQUE (email)", writer: ACCOUNTS_WRITER },
-    Case { name: "check", table: "accounts", sql: "ALTER TABLE accounts ADD CONSTRAINT accounts_kind_check CHECK (kind >= 0)", writer: ACCOUNTS_WRITER },
-    Case { name: "foreign key", table: "accounts", sql: "ALTER TABLE accounts ADD CONSTRAINT accounts_owner_fkey FOREIGN KEY (owner_id) REFERENCES owners (id)", writer: ACCOUNTS_WRITER },
-    Case { name: "not null", table: "accounts", sql: "ALTER TABLE accounts ALTER COLUMN email SET NOT NULL", writer: ACCOUNTS_WRITER },
-    Case { name: "primary key", table: "keyless", sql: "ALTER TABLE keyless ADD PRIMARY KEY (id)", writer: "INSERT INTO keyless (id, v) VALUES ($1::bigint, 1)" },
-    Case { name: "partitioned index", table: "events", sql: "CREATE INDEX events_kind_idx ON events (kind)", writer: EVENTS_WRITER },
-    Case { name: "detach", table: "events", sql: "ALTER TABLE events DETACH PARTITION events_d", writer: EVENTS_WRITER },
-    Case { name: "trigger", table: "accounts", sql: "CREATE TRIGGER accounts_guard BEFORE INSERT ON accounts FOR EACH ROW EXECUTE FUNCTION guard()", writer: ACCOUNTS_WRITER },
-    Case { name: "drop index", table: "accounts", sql: "DROP INDEX accounts_note_idx", writer: ACCOUNTS_WRITER },
-];
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn safer_sequences_end_where_the_blocking_form_ends_and_writers_never_wait_long() {
-    let mut problems = Vec::new();
-    for case in CASES {
-        let blocking_db = database("blocking", SCHEMA);
-        cluster()
-            .psql(&blocking_db, case.sql)
-            .expect("the blocking form runs");
-        let expected = table_shape(&blocking_db, case.table).await;
-
-        let online_db = database("online", SCHEMA);
-        let writer = Writer::start(&online_db, case.writer, Duration::from_millis(2)).await;
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        let verdict = apply_sql(&online_db, case.sql, TEST_BUDGETS, &[]).await;
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        let stats = writer.stop().await;
-        let actual = table_shape(&online_db, case.table).await;
-
-        if verdict.outcome != Outcome::Done {
-            problems.push(format!(
-                "{}: outcome {:?}: {verdict:?}",
-                case.name, verdict.outcome
-            ));
-            continue;
-        }
-        if actual != expected {
-            problems.push(format!(
-                "{}: catalog differs\n--- blocking form\n{expected}--- pgshift\n{actual}",
-                case.name
-            ));
-        }
-        let bound = Duration::from_millis(TEST_BUDGETS.lock_timeout_ms) + MARGIN;
-        if stats.max_latency > bound {
-            problems.push(format!(
-                "{}: a writer waited {:?} (bound {bound:?})",
-                case.name, stats.max_latency
-            ));
-        }
-        if stats.committed == 0 || stats.failed > 0 {
-            problems.push(format!("{}: writer {stats:?}", case.name));
-        }
-    }
-    assert!(problems.is_empty(), "{}", problems.join("\n\n"));
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partitioned_table_gets_a_valid_index_while_writes_continue() {
     let db = database("partidx", SCHEMA);
     let writer = Writer::start(&db, EVENTS_WRITER, Duration::from_millis(1)).await;
+    let before = writer.committed();
     let verdict = apply_sql(
         &db,
         "CREATE INDEX events_at_kind_idx ON events (at, kind)",
@@ -117,6 +46,7 @@ async fn a_partitioned_table_gets_a_valid_index_while_writes_continue() {
         &[],
     )
     .await;
+    let during = writer.committed() - before;
     let stats = writer.stop().await;
     assert_eq!(verdict.outcome, Outcome::Done, "{verdict:?}");
     assert_eq!(
@@ -138,65 +68,11 @@ async fn a_partitioned_table_gets_a_valid_index_while_writes_continue() {
         )
         .expect("query");
     assert_eq!(attached.trim(), "4");
-    assert!(stats.committed > 10, "writes continued: {stats:?}");
+    assert!(
+        during > 0,
+        "writes committed while the index was built: {stats:?}"
+    );
     assert_eq!(stats.failed, 0, "{stats:?}");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn inv_lk_3_a_held_conflicting_lock_exhausts_the_budget_and_changes_nothing() {
-    let db = database("lockheld", SCHEMA);
-    let before = table_shape(&db, "accounts").await;
-    let holder = client(&db).await;
-    holder
-        .batch_execute("BEGIN; SELECT count(*) FROM accounts;")
-        .await
-        .expect("holds ACCESS SHARE");
-    let writer = Writer::start(&db, ACCOUNTS_WRITER, Duration::from_millis(5)).await;
-    let budgets = StepBudgets {
-        lock_timeout_ms: 100,
-        max_attempts: 4,
-        backoff_initial_ms: 20,
-        backoff_max_ms: 50,
-        ..TEST_BUDGETS
-    };
-    let verdict = apply_sql(
-        &db,
-        "ALTER TABLE accounts ADD COLUMN flag boolean",
-        budgets,
-        &[],
-    )
-    .await;
-    let stats = writer.stop().await;
-    holder.batch_execute("ROLLBACK").await.expect("release");
-
-    assert_eq!(verdict.outcome, Outcome::Refused, "{verdict:?}");
-    let refusal = verdict.runtime_refusal.as_ref().expect("a runtime refusal");
-    assert_eq!(refusal.cause, RefusalCause::LockBudgetExhausted);
-    let attempts = verdict.units[0]
-        .report
-        .as_ref()
-        .expect("ran")
-        .attempts
-        .len();
-    assert_eq!(attempts, 4, "every attempt was made");
-    assert!(
-        refusal.message.contains("4 attempts"),
-        "{}",
-        refusal.message
-    );
-    assert_eq!(verdict.committed_units, 0);
-    assert_eq!(
-        table_shape(&db, "accounts").await,
-        before,
-        "the catalog is unchanged"
-    );
-    let bound = Duration::from_millis(budgets.lock_timeout_ms) + MARGIN;
-    assert!(
-        stats.max_latency <= bound,
-        "writers waited {:?} > {bound:?}",
-        stats.max_latency
-    );
-    assert_eq!(stats.failed, 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

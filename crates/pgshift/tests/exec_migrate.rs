@@ -4,130 +4,10 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::*;
-use pgshift::exec::{ApplyOptions, NoProgress, TokioSleeper};
-use pgshift::migrate::{
-    migrate, FileStatus, MigrateError, MigrateOptions, MigrateOutcome, MigrateVerdict,
-};
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn relay_database(prefix: &str) -> String {
-    let db = cluster().fresh_database(prefix).expect("database");
-    cluster()
-        .psql_file(&db, workspace().join("workloads/relay/schema.sql"))
-        .expect("relay schema");
-    cluster()
-        .psql_file(&db, workspace().join("workloads/relay/seed.sql"))
-        .expect("relay seed");
-    db
-}
-
-fn options() -> MigrateOptions {
-    MigrateOptions {
-        apply: ApplyOptions {
-            budgets: TEST_BUDGETS,
-            allow_blocking: Vec::new(),
-        },
-        allow_gaps: false,
-        allow_out_of_order: false,
-        dry_run: false,
-        max_file_bytes: 1 << 20,
-    }
-}
-
-async fn run(
-    db: &str,
-    dir: &Path,
-    options: &MigrateOptions,
-) -> Result<MigrateVerdict, MigrateError> {
-    let main = session(db).await;
-    let monitor = session(db).await;
-    migrate(
-        &main,
-        Some(&monitor),
-        dir,
-        options,
-        &TokioSleeper,
-        &mut NoProgress,
-    )
-    .await
-}
-
-fn history(db: &str) -> String {
-    cluster()
-        .psql(
-            db,
-            "SELECT version, name, checksum, units_total, units_committed, outcome, coalesce(error, '') FROM pgshift.migrations ORDER BY version",
-        )
-        .expect("history readable")
-}
-
-fn temp_dir(label: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("pgshift-migrate-{label}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
-}
-
-/// Events a relay writer inserts: valid for every trigger, in a live partition.
-const RELAY_WRITER: &str = "INSERT INTO events (community_id, id, pubkey, created_at, kind, tags, content) \
-     SELECT c.id, sha256(('w' || $1::bigint)::bytea), sha256(('p' || $1::bigint)::bytea), \
-            '2026-10-15'::timestamptz + ($1::bigint % 100000) * interval '1 second', 1, '[]', 'writer note ' || $1::bigint \
-       FROM communities c ORDER BY c.id LIMIT 1";
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_relay_directory_applies_under_write_load_and_reruns_as_a_no_op() {
-    let db = relay_database("relay_migrate");
-    let dir = workspace().join("crates/pgshift/tests/data/migrations/relay_online");
-    let writer = Writer::start(&db, RELAY_WRITER, Duration::from_millis(3)).await;
-    let verdict = run(&db, &dir, &options()).await.expect("runs");
-    let stats = writer.stop().await;
-    assert_eq!(verdict.outcome, MigrateOutcome::Done, "{verdict:#?}");
-    assert_eq!(verdict.files.len(), 8);
-    assert!(
-        verdict
-            .files
-            .iter()
-            .all(|f| f.status == FileStatus::Applied),
-        "{verdict:#?}"
-    );
-    let bound = Duration::from_millis(TEST_BUDGETS.lock_timeout_ms) + Duration::from_millis(900);
-    assert!(
-        stats.max_latency <= bound,
-        "a writer waited {:?}",
-        stats.max_latency
-    );
-    assert!(stats.committed > 20 && stats.failed == 0, "{stats:?}");
-
-    let recorded = history(&db);
-    assert_eq!(recorded.lines().count(), 8, "{recorded}");
-    for line in recorded.lines() {
-        let fields: Vec<&str> = line.split('|').collect();
-        assert_eq!(fields[3], fields[4], "every unit committed: {line}");
-        assert_eq!(fields[5], "done", "{line}");
-    }
-    let valid = cluster()
-        .psql(&db, "SELECT indisvalid FROM pg_index WHERE indexrelid = 'events_kind_created_idx'::regclass")
-        .expect("query");
-    assert_eq!(valid.trim(), "t");
-
-    let again = run(&db, &dir, &options()).await.expect("runs again");
-    assert_eq!(again.outcome, MigrateOutcome::Done);
-    assert!(
-        again
-            .files
-            .iter()
-            .all(|f| f.status == FileStatus::AlreadyApplied),
-        "{again:#?}"
-    );
-    assert_eq!(history(&db), recorded, "a second run changes nothing");
-}
+use pgshift::migrate::{FileStatus, MigrateError, MigrateOutcome};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_file_stops_the_run_and_resumes_where_it_stopped() {
@@ -149,7 +29,9 @@ async fn a_failed_file_stops_the_run_and_resumes_where_it_stopped() {
     )
     .expect("write");
 
-    let first = run(&db, &dir, &options()).await.expect("runs");
+    let first = run_migrate(&db, &dir, &migrate_options())
+        .await
+        .expect("runs");
     assert_eq!(first.outcome, MigrateOutcome::Failed, "{first:#?}");
     let statuses: Vec<FileStatus> = first.files.iter().map(|f| f.status).collect();
     assert_eq!(
@@ -174,7 +56,9 @@ async fn a_failed_file_stops_the_run_and_resumes_where_it_stopped() {
     cluster()
         .psql(&db, "UPDATE items SET qty = 0 WHERE qty < 0")
         .expect("fix the data");
-    let second = run(&db, &dir, &options()).await.expect("runs");
+    let second = run_migrate(&db, &dir, &migrate_options())
+        .await
+        .expect("runs");
     assert_eq!(second.outcome, MigrateOutcome::Done, "{second:#?}");
     assert!(second.files[1].resumed);
     assert_eq!(second.files[1].committed_before, 2);
@@ -226,7 +110,9 @@ async fn inv_st_1_a_lost_connection_leaves_a_truthful_history_and_resumes() {
         }
         false
     });
-    let first = run(&db, &dir, &options()).await.expect("runs");
+    let first = run_migrate(&db, &dir, &migrate_options())
+        .await
+        .expect("runs");
     assert!(
         killer.await.expect("killer task"),
         "the sleeping step was found and killed"
@@ -249,9 +135,9 @@ async fn inv_st_1_a_lost_connection_leaves_a_truthful_history_and_resumes() {
     // The file is unchanged, so the run resumes the recorded schedule at its second
     // unit (the sleep); a short statement timeout now stops it, and a statement
     // timeout is never retried.
-    let mut quick = options();
+    let mut quick = migrate_options();
     quick.apply.budgets.statement_timeout_ms = 100;
-    let second = run(&db, &dir, &quick).await.expect("runs");
+    let second = run_migrate(&db, &dir, &quick).await.expect("runs");
     let resumed = &second.files[0];
     assert!(resumed.resumed, "{second:#?}");
     assert_eq!(resumed.committed_before, 1);
@@ -295,7 +181,7 @@ async fn directory_problems_stop_the_run_before_anything_happens() {
     )
     .expect("write");
     assert!(matches!(
-        run(&db, &gap, &options()).await,
+        run_migrate(&db, &gap, &migrate_options()).await,
         Err(MigrateError::Gap { after: 1, next: 3 })
     ));
     let exists = cluster()
@@ -306,10 +192,10 @@ async fn directory_problems_stop_the_run_before_anything_happens() {
         "t",
         "nothing was written, not even the history table"
     );
-    let mut allow = options();
+    let mut allow = migrate_options();
     allow.allow_gaps = true;
     assert_eq!(
-        run(&db, &gap, &allow).await.expect("runs").outcome,
+        run_migrate(&db, &gap, &allow).await.expect("runs").outcome,
         MigrateOutcome::Done
     );
 
@@ -317,7 +203,7 @@ async fn directory_problems_stop_the_run_before_anything_happens() {
     std::fs::write(duplicate.join("0001_a.sql"), "SELECT 1;").expect("write");
     std::fs::write(duplicate.join("001_b.sql"), "SELECT 2;").expect("write");
     assert!(matches!(
-        run(&db, &duplicate, &options()).await,
+        run_migrate(&db, &duplicate, &migrate_options()).await,
         Err(MigrateError::DuplicateVersion { version: 1, .. })
     ));
 
@@ -327,14 +213,16 @@ async fn directory_problems_stop_the_run_before_anything_happens() {
     )
     .expect("edit");
     assert!(matches!(
-        run(&db, &gap, &allow).await,
+        run_migrate(&db, &gap, &allow).await,
         Err(MigrateError::ChangedAfterApply { version: 1, .. })
     ));
 
     let bad = temp_dir("bad");
     std::fs::write(bad.join("0001_bad.sql"), "ALTER TABLE items ADD COLUMN;").expect("write");
     let db3 = database("dirs3", "CREATE TABLE items (id bigint PRIMARY KEY);");
-    let verdict = run(&db3, &bad, &options()).await.expect("runs");
+    let verdict = run_migrate(&db3, &bad, &migrate_options())
+        .await
+        .expect("runs");
     assert_eq!(verdict.outcome, MigrateOutcome::Failed);
     assert!(verdict.files[0]
         .error
@@ -349,7 +237,9 @@ async fn directory_problems_stop_the_run_before_anything_happens() {
     )
     .expect("write");
     let db2 = database("dirs2", "");
-    let verdict = run(&db2, &missing, &options()).await.expect("runs");
+    let verdict = run_migrate(&db2, &missing, &migrate_options())
+        .await
+        .expect("runs");
     assert_eq!(verdict.outcome, MigrateOutcome::Refused);
     assert_eq!(
         history(&db2),
@@ -378,7 +268,7 @@ async fn inv_oc_1_only_one_runner_at_a_time() {
         "ALTER TABLE items ADD COLUMN a int;",
     )
     .expect("write");
-    match run(&db, &dir, &options()).await {
+    match run_migrate(&db, &dir, &migrate_options()).await {
         Err(MigrateError::AnotherRunner { holder: Some(_) }) => {}
         other => panic!("expected another-runner, got {other:?}"),
     }

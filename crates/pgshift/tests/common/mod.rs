@@ -115,6 +115,7 @@ async fn session_for_monitor(db: &str) -> Session {
 /// how long each insert took from the writer's side.
 pub struct Writer {
     stop: Arc<AtomicBool>,
+    committed: Arc<std::sync::atomic::AtomicU64>,
     handle: tokio::task::JoinHandle<WriterStats>,
 }
 
@@ -138,6 +139,8 @@ impl Writer {
         let client = client(db).await;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
+        let committed = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let counter = committed.clone();
         let handle = tokio::spawn(async move {
             let mut stats = WriterStats::default();
             let mut n: i64 = 1_000_000;
@@ -145,7 +148,10 @@ impl Writer {
                 n += 1;
                 let started = Instant::now();
                 match client.execute(insert, &[&n]).await {
-                    Ok(_) => stats.committed += 1,
+                    Ok(_) => {
+                        stats.committed += 1;
+                        counter.fetch_add(1, Ordering::Relaxed);
+                    }
                     Err(err) => {
                         stats.failed += 1;
                         if stats.errors.len() < 5 {
@@ -161,7 +167,16 @@ impl Writer {
             }
             stats
         });
-        Writer { stop, handle }
+        Writer {
+            stop,
+            committed,
+            handle,
+        }
+    }
+
+    /// Inserts committed so far.
+    pub fn committed(&self) -> u64 {
+        self.committed.load(Ordering::Relaxed)
     }
 
     /// Stops and returns what it saw.
@@ -238,3 +253,79 @@ pub async fn table_shape(db: &str, table: &str) -> String {
         .expect("the table exists");
     shape(relation)
 }
+
+// ---------------------------------------------------------------------------------
+// migrate helpers
+// ---------------------------------------------------------------------------------
+
+use std::path::{Path, PathBuf};
+
+use pgshift::migrate::{migrate, MigrateError, MigrateOptions, MigrateVerdict};
+
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+pub fn relay_database(prefix: &str) -> String {
+    let db = cluster().fresh_database(prefix).expect("database");
+    cluster()
+        .psql_file(&db, workspace().join("workloads/relay/schema.sql"))
+        .expect("relay schema");
+    cluster()
+        .psql_file(&db, workspace().join("workloads/relay/seed.sql"))
+        .expect("relay seed");
+    db
+}
+
+pub fn migrate_options() -> MigrateOptions {
+    MigrateOptions {
+        apply: ApplyOptions {
+            budgets: TEST_BUDGETS,
+            allow_blocking: Vec::new(),
+        },
+        allow_gaps: false,
+        allow_out_of_order: false,
+        dry_run: false,
+        max_file_bytes: 1 << 20,
+    }
+}
+
+pub async fn run_migrate(
+    db: &str,
+    dir: &Path,
+    options: &MigrateOptions,
+) -> Result<MigrateVerdict, MigrateError> {
+    let main = session(db).await;
+    let monitor = session(db).await;
+    migrate(
+        &main,
+        Some(&monitor),
+        dir,
+        options,
+        &TokioSleeper,
+        &mut NoProgress,
+    )
+    .await
+}
+
+pub fn history(db: &str) -> String {
+    cluster()
+        .psql(
+            db,
+            "SELECT version, name, checksum, units_total, units_committed, outcome, coalesce(error, '') FROM pgshift.migrations ORDER BY version",
+        )
+        .expect("history readable")
+}
+
+pub fn temp_dir(label: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("pgshift-migrate-{label}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+/// Events a relay writer inserts: valid for every trigger, in a live partition.
+pub const RELAY_WRITER: &str = "INSERT INTO events (community_id, id, pubkey, created_at, kind, tags, content) \
+     SELECT c.id, sha256(('w' || $1::bigint)::bytea), sha256(('p' || $1::bigint)::bytea), \
+            '2026-10-15'::timestamptz + ($1::bigint % 100000) * interval '1 second', 1, '[]', 'writer note ' || $1::bigint \
+       FROM communities c ORDER BY c.id LIMIT 1";
