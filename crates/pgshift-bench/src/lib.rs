@@ -1,0 +1,69 @@
+//! The relay workload, as a harness for pgshift's benchmarks and end-to-end
+//! tests: load it, put a paced write and read load on it, keep a ledger of
+//! every write the server acknowledged, and prove afterwards that none was
+//! lost.
+//!
+//! # Brief overview
+//!
+//! * [`schema`] loads `workloads/relay/schema.sql` and seeds it
+//!   (`seed.sql`, server-side, `rows_per_partition` per partition), both built
+//!   into the library and run through a small interpreter of the psql
+//!   features they use (`\set`, `\if`, `\gexec`, `:name`).
+//! * [`load`] runs writers (inserts, soft deletes, hard deletes, optionally
+//!   stale inserts and exact replays; some as
+//!   `session_replication_role = replica`) at a fixed total rate, and keyset
+//!   readers. Latencies go into per-second HdrHistograms ([`timeline`]).
+//! * [`ledger`] records every write with what the client saw: acknowledged
+//!   (committed, expected row count), skipped, refused (with SQLSTATE), or
+//!   unknown (connection lost during COMMIT).
+//! * [`oracle`] compares a ledger with a table (by name, or a specific
+//!   relation such as `pgshift.shadow_x`) on the server and reports lost,
+//!   resurrected, wrong-content, phantom and duplicated rows.
+//!
+//! The load only ever connects with the connection string it is given.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use pgshift_bench::{load, oracle, schema, TableRef};
+//!
+//! # async fn run(conninfo: &str) -> Result<(), Box<dyn std::error::Error>> {
+//! let (mut client, connection) = tokio_postgres::connect(conninfo, tokio_postgres::NoTls).await?;
+//! tokio::spawn(connection);
+//! schema::load_schema(&client, Duration::from_secs(60)).await?;
+//! schema::seed(&client, 1000, Duration::from_secs(300)).await?;
+//!
+//! let config = load::LoadConfig::new(conninfo, Duration::from_secs(10));
+//! let report = load::start(config).await?.wait().await;
+//! let verdict = oracle::check(
+//!     &mut client,
+//!     &report.ledger,
+//!     &TableRef::events(),
+//!     &oracle::OracleOptions::DEFAULT,
+//! )
+//! .await?;
+//! assert!(verdict.is_clean(), "{verdict:?}");
+//! # Ok(()) }
+//! ```
+
+#![deny(missing_docs)]
+
+pub mod content;
+mod errlog;
+mod error;
+pub mod event;
+pub mod key;
+pub mod ledger;
+pub mod load;
+pub mod oracle;
+pub mod pacing;
+mod psql;
+mod rng;
+pub mod schema;
+mod table;
+pub mod timeline;
+
+pub use errlog::{ErrorLog, ErrorSample};
+pub use error::{Error, Result};
+pub use table::TableRef;

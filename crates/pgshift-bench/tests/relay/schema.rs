@@ -1,0 +1,86 @@
+//! The schema and seed loaders give the same database as psql does.
+
+use std::time::Duration;
+
+use pgshift_bench::schema::{self, SEED_SQL};
+
+use crate::common::connect;
+
+/// A digest of every seeded row (of events, communities, channels and the
+/// tables the triggers write), in key order.
+const DIGEST: &str = "SELECT concat_ws(' ', \
+    (SELECT md5(string_agg(format('%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s', community_id, \
+        encode(id, 'hex'), encode(pubkey, 'hex'), created_at, kind, tags, content, channel_id, \
+        received_at, deleted_at, d_tag), E'\\n' ORDER BY community_id, created_at, id)) FROM events), \
+    (SELECT md5(string_agg(format('%s|%s', id, host), ',' ORDER BY id)) FROM communities), \
+    (SELECT md5(string_agg(format('%s|%s|%s|%s', community_id, id, name, ttl_seconds), ',' \
+        ORDER BY community_id, id)) FROM channels), \
+    (SELECT count(*) FROM event_outbox), (SELECT count(*) FROM event_watermarks))";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn library_loads_the_same_relay_database_as_psql() {
+    let cluster = pgshift_embedded::shared_cluster().expect("shared cluster");
+    let by_psql = cluster.fresh_database("bench_psql").expect("database");
+    let wrapper = cluster.dir().join("bench-seed-20.sql");
+    std::fs::write(&wrapper, format!("\\set rows_per_partition 20\n{SEED_SQL}")).expect("write");
+    let schema_file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../workloads/relay/schema.sql"
+    );
+    cluster
+        .psql_file(&by_psql, schema_file)
+        .expect("psql loads the schema");
+    cluster.psql_file(&by_psql, &wrapper).expect("psql seeds");
+
+    let by_library = cluster.fresh_database("bench_lib").expect("database");
+    let client = connect(&cluster.connection_string(&by_library)).await;
+    let bound = Duration::from_secs(60);
+    schema::load_schema(&client, bound)
+        .await
+        .expect("schema loads");
+    let report = schema::seed(&client, 20, bound).await.expect("seed runs");
+    assert_eq!(report.partitions.len(), 8, "{report:?}");
+    assert!(
+        report.partitions.iter().all(|(_, n)| *n == 20),
+        "{report:?}"
+    );
+    assert_eq!(report.partitions[0].0, "events_past");
+
+    // Loading both again over themselves changes nothing.
+    schema::load_schema(&client, bound)
+        .await
+        .expect("schema loads again");
+    assert_eq!(
+        schema::seed(&client, 20, bound).await.expect("seed again"),
+        report
+    );
+
+    let psql_client = connect(&cluster.connection_string(&by_psql)).await;
+    let expected: String = psql_client
+        .query_one(DIGEST, &[])
+        .await
+        .expect("digest")
+        .get(0);
+    let got: String = client.query_one(DIGEST, &[]).await.expect("digest").get(0);
+    assert_eq!(got, expected);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_seed_of_zero_rows_is_refused() {
+    let cluster = pgshift_embedded::shared_cluster().expect("shared cluster");
+    let db = cluster.fresh_database("bench_zero").expect("database");
+    let client = connect(&cluster.connection_string(&db)).await;
+    let err = schema::seed(&client, 0, Duration::from_secs(10))
+        .await
+        .expect_err("0 rows is refused");
+    assert!(
+        matches!(
+            err,
+            pgshift_bench::Error::Config {
+                field: "rows_per_partition",
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
