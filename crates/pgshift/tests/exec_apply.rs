@@ -215,3 +215,38 @@ async fn inv_lk_4_statement_timeouts_are_never_retried() {
     assert_eq!(report.attempts.len(), 1);
     assert_eq!(report.failure_kind, Some("statement-timeout"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inv_lk_2_budgets_are_back_after_a_unit_outside_a_transaction() {
+    // A concurrent index build runs outside a transaction with the step's budgets set
+    // for the session; afterwards the session's own budgets are in force again (not the
+    // server's defaults, where `lock_timeout = 0` waits forever).
+    let db = database("exec_budgets_back", SCHEMA);
+    let session = session(&db).await;
+    let verdict = apply_on(
+        &session,
+        &db,
+        "CREATE INDEX CONCURRENTLY accounts_kind_idx ON accounts (kind)",
+        TEST_BUDGETS,
+        &[],
+    )
+    .await;
+    assert_eq!(verdict.outcome, Outcome::Done, "{verdict:?}");
+    let row = session
+        .client()
+        .query_one(
+            "SELECT current_setting('lock_timeout'), current_setting('statement_timeout'), current_setting('search_path')",
+            &[],
+        )
+        .await
+        .expect("settings");
+    let settings: (String, String, String) = (row.get(0), row.get(1), row.get(2));
+    assert_eq!(
+        settings,
+        (
+            "1s".to_owned(),
+            "1min".to_owned(),
+            "pg_catalog, pg_temp".to_owned()
+        )
+    );
+}

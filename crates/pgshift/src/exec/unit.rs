@@ -347,6 +347,17 @@ async fn attempt_alone(
     search_path: &[String],
     bookkeeping: Option<&str>,
 ) -> Result<Timing, Failure> {
+    // The session's own budgets, to go back to afterwards. `RESET` would not do: it
+    // returns to the server's default (often 0, no timeout), not to the budget the
+    // session set when it connected.
+    let saved = client
+        .query_one(
+            "SELECT pg_catalog.current_setting('lock_timeout'), pg_catalog.current_setting('statement_timeout')",
+            &[],
+        )
+        .await
+        .map_err(|error| Failure::of(&error))?;
+    let (saved_lock, saved_statement): (String, String) = (saved.get(0), saved.get(1));
     let run = async {
         client
             .batch_execute(&settings(
@@ -365,12 +376,17 @@ async fn attempt_alone(
         Ok::<_, tokio_postgres::Error>(step_us)
     };
     let mut result = run.await;
-    // Back to the session's own budgets and catalog-safe search_path.
-    let _ = client
-        .batch_execute(
-            "RESET lock_timeout; RESET statement_timeout; SET search_path = pg_catalog, pg_temp",
+    // INV: LK-2 — back to the session's own budgets and catalog-safe search_path.
+    let restored = client
+        .execute(
+            "SELECT pg_catalog.set_config('lock_timeout', $1, false), pg_catalog.set_config('statement_timeout', $2, false), \
+                    pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', false)",
+            &[&saved_lock, &saved_statement],
         )
         .await;
+    if let (Ok(_), Err(error)) = (&result, restored) {
+        result = Err(error);
+    }
     if let (Ok(_), Some(bookkeeping)) = (&result, bookkeeping) {
         if let Err(error) = client.batch_execute(bookkeeping).await {
             result = Err(error);

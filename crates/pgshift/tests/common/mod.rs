@@ -14,6 +14,8 @@ use pgshift::exec::{
 use pgshift::plan::{plan, PlanInput};
 use pgshift::script::TransactionMode;
 use pgshift_embedded::{shared_cluster, Cluster};
+
+pub mod cas;
 use pgshift_sql::QualifiedName;
 use tokio_postgres::{Client, NoTls};
 
@@ -70,10 +72,21 @@ pub async fn apply_sql(
     allow_blocking: &[&str],
 ) -> ApplyVerdict {
     let session = session(db).await;
+    apply_on(&session, db, sql, budgets, allow_blocking).await
+}
+
+/// Plans and applies `sql` with pgshift on `session` (a session of `db`).
+pub async fn apply_on(
+    session: &Session,
+    db: &str,
+    sql: &str,
+    budgets: StepBudgets,
+    allow_blocking: &[&str],
+) -> ApplyVerdict {
     let monitor = session_for_monitor(db).await;
     let statements = pgshift_sql::parse(sql).expect("valid SQL");
     let planned = plan(
-        &session,
+        session,
         vec![PlanInput {
             path: "<test>".to_owned(),
             statements,
