@@ -9,6 +9,7 @@
 //! - [`connect`] opens budgeted, search-path-safe sessions.
 #![deny(missing_docs)]
 
+pub mod cas;
 pub mod catalog;
 pub mod classify;
 pub mod connect;

@@ -89,6 +89,20 @@ refusal_causes! {
     /// An invalid index (a failed or interrupted concurrent build) already has the
     /// name a build would use; pgshift reports it and never drops it by name.
     InvalidIndexExists = "invalid-index-exists", Invalid;
+    /// The capture trigger (or the fence) is missing, disabled, not `ALWAYS`, or
+    /// changed (a `WHEN`, a column list, arguments, deferral) at the swap: a write
+    /// could have bypassed the run, so the source stays in place.
+    CutoverUnfenced = "cutover-unfenced", Unsafe;
+    /// The source's shape (columns, indexes, constraints, triggers, partitions)
+    /// changed while the run was copying.
+    SchemaChanged = "schema-changed", Invalid;
+    /// A materialized view depends on the table; copy-and-swap does not carry it yet.
+    DependentMaterializedView = "dependent-materialized-view", Unsupported;
+    /// A view depends on a view that depends on the table; copy-and-swap recreates
+    /// only views that depend on the table directly.
+    NestedDependentViews = "nested-dependent-views", Unsupported;
+    /// The table is already being rewritten by another run.
+    RunInProgress = "run-in-progress", Invalid;
     /// Copy-and-swap needs a primary key (or a unique, non-null key) to copy and
     /// verify in chunks; the table has none.
     NoUsableKey = "no-usable-key", Unsupported;

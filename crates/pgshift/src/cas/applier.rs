@@ -1,0 +1,300 @@
+//! The change-log applier: keeps the shadow in step with writes to the source.
+//!
+//! It reads log entries in batches, classifies each key against the copy ledger
+//! (under the ledger's lock, INV: CO-5), discards the *uncut* ones, defers those *in
+//! flight*, and applies the *landed* ones: in one transaction it deletes those keys
+//! from the shadow, inserts the source's *current* rows for them, and deletes the
+//! consumed entries. Re-reading the current row makes applying idempotent and
+//! convergent: a later change has its own, later entry. There is one applier per run,
+//! so no two appliers ever race on a key.
+
+use std::collections::BTreeSet;
+
+use tokio::sync::Mutex;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::Client;
+
+use super::error::CasError;
+use super::keys::{KeySpec, KeyValue};
+use super::ledger::{Ledger, Standing};
+use super::statements::Statements;
+
+/// What one batch did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Batch {
+    /// Entries read.
+    pub read: usize,
+    /// Distinct keys applied.
+    pub applied: usize,
+    /// Entries discarded (uncut keys).
+    pub discarded: usize,
+    /// Entries deferred (keys in flight).
+    pub deferred: usize,
+}
+
+/// The applier's position in the log.
+#[derive(Debug)]
+pub struct Applier {
+    statements: Statements,
+    /// Entries up to here were processed (applied, discarded or deferred).
+    after: i64,
+    /// The smallest deferred entry, revisited once a chunk lands.
+    deferred_min: Option<i64>,
+    /// The ledger's landing count when entries were last deferred.
+    seen_landings: u64,
+}
+
+/// The `CASE` expression giving each log entry's standing, with the bounds it needs
+/// as parameters from `$first` (appended to `params`).
+fn standing_expression(
+    key: &KeySpec,
+    ledger: &Ledger,
+    first: usize,
+    params: &mut Vec<String>,
+) -> String {
+    if ledger.finished() {
+        return "'L'".to_owned();
+    }
+    let mut next = first;
+    let mut arms = Vec::new();
+    let mut bound = |lo: Option<&KeyValue>, hi: Option<&KeyValue>, params: &mut Vec<String>| {
+        let (condition, used) = key.range(None, lo.is_some(), hi.is_some(), next);
+        next += used;
+        if let Some(lo) = lo {
+            params.extend(lo.iter().cloned());
+        }
+        if let Some(hi) = hi {
+            params.extend(hi.iter().cloned());
+        }
+        condition
+    };
+    if ledger.started() {
+        let condition = bound(None, ledger.prefix(), params);
+        arms.push(format!("WHEN {condition} THEN 'L'"));
+    }
+    for chunk in ledger.landed_ranges() {
+        let condition = bound(chunk.lo.as_ref(), chunk.hi.as_ref(), params);
+        arms.push(format!("WHEN {condition} THEN 'L'"));
+    }
+    for chunk in ledger.in_flight() {
+        let condition = bound(chunk.lo.as_ref(), chunk.hi.as_ref(), params);
+        arms.push(format!("WHEN {condition} THEN 'F'"));
+    }
+    if !ledger.exhausted() {
+        let condition = bound(ledger.cursor(), None, params);
+        arms.push(format!("WHEN {condition} THEN 'U'"));
+    }
+    format!("CASE {} ELSE 'F' END", arms.join(" "))
+}
+
+impl Applier {
+    /// An applier at the start of the log.
+    pub fn new(statements: Statements) -> Self {
+        Applier {
+            statements,
+            after: 0,
+            deferred_min: None,
+            seen_landings: 0,
+        }
+    }
+
+    /// Entries in the log now.
+    pub async fn backlog(&self, client: &Client) -> Result<i64, CasError> {
+        let row = client
+            .query_one(&self.statements.backlog(), &[])
+            .await
+            .map_err(|e| CasError::db("reading the change-log backlog", e))?;
+        Ok(row.get(0))
+    }
+
+    /// Processes one batch of at most `limit` entries. `landings` is the ledger's
+    /// count of landed chunks, so deferred entries are revisited after one lands.
+    pub async fn step(
+        &mut self,
+        client: &Client,
+        ledger: &Mutex<(Ledger, u64)>,
+        limit: i64,
+    ) -> Result<Batch, CasError> {
+        let key = self.statements.key().clone();
+        let rows = {
+            let guard = ledger.lock().await;
+            let (ledger_state, landings) = &*guard;
+            if let Some(min) = self.deferred_min {
+                if *landings != self.seen_landings {
+                    self.after = min - 1;
+                    self.deferred_min = None;
+                }
+            }
+            let mut bounds = Vec::new();
+            let standing = standing_expression(&key, ledger_state, 3, &mut bounds);
+            let sql = self.statements.read_log(&standing);
+            let mut params: Vec<&(dyn ToSql + Sync)> = vec![&self.after, &limit];
+            params.extend(bounds.iter().map(|b| b as &(dyn ToSql + Sync)));
+            self.seen_landings = *landings;
+            client
+                .query(&sql, &params)
+                .await
+                .map_err(|e| CasError::db("reading the change log", e))?
+        };
+        let mut batch = Batch {
+            read: rows.len(),
+            ..Batch::default()
+        };
+        if rows.is_empty() {
+            return Ok(batch);
+        }
+        let columns = key.len();
+        let mut consumed: Vec<i64> = Vec::new();
+        let mut landed: BTreeSet<KeyValue> = BTreeSet::new();
+        for row in &rows {
+            let id: i64 = row.get(0);
+            let value: KeyValue = (0..columns).map(|i| row.get::<_, String>(1 + i)).collect();
+            let standing = match row.get::<_, String>(1 + columns).as_str() {
+                "L" => Standing::Landed,
+                "U" => Standing::Uncut,
+                _ => Standing::InFlight,
+            };
+            match standing {
+                Standing::Landed => {
+                    landed.insert(value);
+                    consumed.push(id);
+                }
+                Standing::Uncut => {
+                    batch.discarded += 1;
+                    consumed.push(id);
+                }
+                Standing::InFlight => {
+                    batch.deferred += 1;
+                    self.deferred_min = Some(self.deferred_min.map_or(id, |m| m.min(id)));
+                }
+            }
+            self.after = self.after.max(id);
+        }
+        batch.applied = landed.len();
+        self.apply(client, &landed, &consumed).await?;
+        Ok(batch)
+    }
+
+    /// In one transaction: delete the keys from the shadow, insert the source's current
+    /// rows for them, delete the consumed entries.
+    pub async fn apply(
+        &self,
+        client: &Client,
+        keys: &BTreeSet<KeyValue>,
+        consumed: &[i64],
+    ) -> Result<(), CasError> {
+        let columns = self.statements.key().len();
+        let arrays: Vec<Vec<String>> = (0..columns)
+            .map(|i| keys.iter().map(|k| k[i].clone()).collect())
+            .collect();
+        let array_params: Vec<&(dyn ToSql + Sync)> =
+            arrays.iter().map(|a| a as &(dyn ToSql + Sync)).collect();
+        let run = async {
+            client.batch_execute("BEGIN").await?;
+            if !keys.is_empty() {
+                client
+                    .execute(&self.statements.delete_keys(), &array_params)
+                    .await?;
+                client
+                    .execute(&self.statements.insert_keys(), &array_params)
+                    .await?;
+            }
+            if !consumed.is_empty() {
+                client
+                    .execute(&self.statements.consume(), &[&consumed])
+                    .await?;
+            }
+            client.batch_execute("COMMIT").await?;
+            Ok::<_, tokio_postgres::Error>(())
+        };
+        super::session::settle(client, "applying changes to the shadow", run.await).await
+    }
+
+    /// Applies every entry in the log as landed, in batches, inside the caller's
+    /// transaction (the swap drains the log under its lock). Returns the entries
+    /// applied.
+    pub async fn drain_in_transaction(&self, client: &Client, limit: i64) -> Result<i64, CasError> {
+        let columns = self.statements.key().len();
+        let sql = self.statements.read_log("'L'");
+        let mut total = 0;
+        let mut after: i64 = 0;
+        loop {
+            let rows = client
+                .query(&sql, &[&after, &limit])
+                .await
+                .map_err(|e| CasError::db("draining the change log", e))?;
+            if rows.is_empty() {
+                return Ok(total);
+            }
+            let mut keys: BTreeSet<KeyValue> = BTreeSet::new();
+            let mut ids: Vec<i64> = Vec::new();
+            for row in &rows {
+                let id: i64 = row.get(0);
+                ids.push(id);
+                after = after.max(id);
+                keys.insert((0..columns).map(|i| row.get::<_, String>(1 + i)).collect());
+            }
+            let arrays: Vec<Vec<String>> = (0..columns)
+                .map(|i| keys.iter().map(|k| k[i].clone()).collect())
+                .collect();
+            let params: Vec<&(dyn ToSql + Sync)> =
+                arrays.iter().map(|a| a as &(dyn ToSql + Sync)).collect();
+            client
+                .execute(&self.statements.delete_keys(), &params)
+                .await
+                .map_err(|e| CasError::db("draining the change log", e))?;
+            client
+                .execute(&self.statements.insert_keys(), &params)
+                .await
+                .map_err(|e| CasError::db("draining the change log", e))?;
+            client
+                .execute(&self.statements.consume(), &[&ids])
+                .await
+                .map_err(|e| CasError::db("draining the change log", e))?;
+            total += i64::try_from(rows.len()).unwrap_or(i64::MAX);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cas::keys::KeyColumn;
+
+    fn key() -> KeySpec {
+        KeySpec::new(vec![KeyColumn {
+            name: "id".to_owned(),
+            type_sql: "bigint".to_owned(),
+        }])
+        .expect("valid")
+    }
+
+    #[test]
+    fn standing_follows_the_ledger() {
+        let mut ledger = Ledger::resume(None, false);
+        let mut params = Vec::new();
+        assert_eq!(
+            standing_expression(&key(), &ledger, 3, &mut params),
+            "CASE WHEN true THEN 'U' ELSE 'F' END"
+        );
+        let a = ledger.cut(Some(vec!["10".to_owned()]));
+        ledger.land(a.id);
+        let _b = ledger.cut(Some(vec!["20".to_owned()]));
+        let mut params = Vec::new();
+        let sql = standing_expression(&key(), &ledger, 3, &mut params);
+        assert_eq!(params, vec!["10", "10", "20", "20"]);
+        assert!(
+            sql.starts_with("CASE WHEN (\"id\") OPERATOR(pg_catalog.<) ($3"),
+            "{sql}"
+        );
+        assert!(
+            sql.contains("THEN 'F'") && sql.contains("THEN 'U'"),
+            "{sql}"
+        );
+        let finished = Ledger::resume(None, true);
+        assert_eq!(
+            standing_expression(&key(), &finished, 3, &mut Vec::new()),
+            "'L'"
+        );
+    }
+}

@@ -1,0 +1,261 @@
+//! Change capture (live mode) and the write fence (quiesced mode), and the proof that
+//! they are intact.
+//!
+//! Live: an `AFTER INSERT OR UPDATE OR DELETE … FOR EACH ROW` trigger on the source
+//! writes each changed key into the change log; PostgreSQL clones it to every
+//! partition. A `BEFORE TRUNCATE` statement trigger, on the parent and on each
+//! partition (statement triggers are not cloned), refuses `TRUNCATE`. Quiesced: one
+//! `BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE … FOR EACH STATEMENT` trigger on the
+//! parent and on each partition refuses every write with SQLSTATE 55006.
+//!
+//! All of them are `ENABLE ALWAYS` (INV: CO-4): an ORIGIN trigger does not fire for a
+//! session with `session_replication_role = replica`, and that write would be lost at
+//! the swap. [`check`] proves them intact by the relations' OIDs and their exact shape.
+
+use tokio_postgres::Client;
+
+use super::error::CasError;
+use super::plan::{Mode, RunPlan};
+use pgshift_sql::{quote_ident, quote_literal};
+
+/// `tgtype` bits (PostgreSQL's `TRIGGER_TYPE_*`).
+const ROW: i16 = 1;
+const BEFORE: i16 = 1 << 1;
+const INSERT: i16 = 1 << 2;
+const DELETE: i16 = 1 << 3;
+const UPDATE: i16 = 1 << 4;
+const TRUNCATE: i16 = 1 << 5;
+
+/// The capture row trigger's `tgtype`.
+pub const CAPTURE_TYPE: i16 = ROW | INSERT | DELETE | UPDATE;
+/// The `TRUNCATE` refusal's `tgtype`.
+pub const TRUNCATE_TYPE: i16 = BEFORE | TRUNCATE;
+/// The fence's `tgtype`.
+pub const FENCE_TYPE: i16 = BEFORE | INSERT | DELETE | UPDATE | TRUNCATE;
+
+/// The log table, the functions and (per mode) the triggers, as SQL run in one
+/// transaction.
+pub fn install_sql(plan: &RunPlan) -> Result<String, CasError> {
+    let names = plan.names();
+    let log = names.log_table();
+    let capture = names.capture_function();
+    let refuse = names.refuse_function();
+    let tag = format!("$pgshift_{}$", names.run());
+    let key_columns: Vec<String> = plan
+        .key
+        .columns()
+        .iter()
+        .map(|c| format!("{} {}", quote_ident(&c.name), c.type_sql))
+        .collect();
+    let key_list = quoted_keys(plan);
+    let body = capture_body(plan);
+    if body.contains(&tag) {
+        return Err(CasError::Record(
+            "a key column name collides with the function's quoting".to_owned(),
+        ));
+    }
+    let refuse_body = refuse_body(plan);
+    let mut sql = vec![
+        format!(
+            "CREATE TABLE {log} (log_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, {})",
+            key_columns.join(", ")
+        ),
+        format!("CREATE INDEX ON {log} ({})", key_list.join(", ")),
+        format!(
+            "CREATE FUNCTION {capture}() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER \
+             SET search_path = pg_catalog, pg_temp AS {tag}{body}{tag}"
+        ),
+        format!(
+            "CREATE FUNCTION {refuse}() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER \
+             SET search_path = pg_catalog, pg_temp AS {tag}{refuse_body}{tag}"
+        ),
+    ];
+    let relations = plan.source_relations();
+    match plan.options.mode {
+        Mode::Live => {
+            let source = &plan.source.table.name;
+            let trigger = quote_ident(&names.capture_trigger());
+            sql.push(format!(
+                "CREATE TRIGGER {trigger} AFTER INSERT OR UPDATE OR DELETE ON {source} FOR EACH ROW EXECUTE FUNCTION {capture}()"
+            ));
+            sql.push(format!(
+                "ALTER TABLE {source} ENABLE ALWAYS TRIGGER {trigger}"
+            ));
+            let truncate = quote_ident(&names.truncate_trigger());
+            for relation in &relations {
+                sql.push(format!(
+                    "CREATE TRIGGER {truncate} BEFORE TRUNCATE ON {relation} FOR EACH STATEMENT EXECUTE FUNCTION {refuse}()"
+                ));
+                sql.push(format!(
+                    "ALTER TABLE ONLY {relation} ENABLE ALWAYS TRIGGER {truncate}"
+                ));
+            }
+        }
+        Mode::Quiesced => {
+            let fence = quote_ident(&names.fence_trigger());
+            for relation in &relations {
+                sql.push(format!(
+                    "CREATE TRIGGER {fence} BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON {relation} FOR EACH STATEMENT EXECUTE FUNCTION {refuse}()"
+                ));
+                sql.push(format!(
+                    "ALTER TABLE ONLY {relation} ENABLE ALWAYS TRIGGER {fence}"
+                ));
+            }
+        }
+    }
+    Ok(sql.join(";\n"))
+}
+
+fn quoted_keys(plan: &RunPlan) -> Vec<String> {
+    plan.key
+        .columns()
+        .iter()
+        .map(|c| quote_ident(&c.name))
+        .collect()
+}
+
+/// The capture function's body: the old key (on a delete, or an update that moved the
+/// key) and the new key (on an insert or update) go into the change log.
+fn capture_body(plan: &RunPlan) -> String {
+    let keys = quoted_keys(plan);
+    let prefixed = |prefix: &str| -> String {
+        keys.iter()
+            .map(|k| format!("{prefix}.{k}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    format!(
+        "BEGIN
+  IF TG_OP OPERATOR(pg_catalog.=) 'DELETE' OR (TG_OP OPERATOR(pg_catalog.=) 'UPDATE' AND ({old}) IS DISTINCT FROM ({new})) THEN
+    INSERT INTO {log} ({keys}) VALUES ({old});
+  END IF;
+  IF TG_OP OPERATOR(pg_catalog.<>) 'DELETE' THEN
+    INSERT INTO {log} ({keys}) VALUES ({new});
+  END IF;
+  RETURN NULL;
+END",
+        old = prefixed("OLD"),
+        new = prefixed("NEW"),
+        keys = keys.join(", "),
+        log = plan.names().log_table(),
+    )
+}
+
+/// The refusal function's body: every write (or `TRUNCATE`) fails with SQLSTATE 55006.
+fn refuse_body(plan: &RunPlan) -> String {
+    let message = quote_literal(&format!(
+        "pgshift run {}: writes to %s are refused while it rewrites the table",
+        plan.names().run()
+    ));
+    format!(
+        "BEGIN RAISE EXCEPTION USING ERRCODE = '55006', MESSAGE = pg_catalog.format({message}, TG_TABLE_NAME); END"
+    )
+}
+
+/// What is wrong with the capture or fence on one relation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Breach {
+    /// The relation's OID.
+    pub relation: u32,
+    /// What is wrong.
+    pub problem: String,
+}
+
+/// Proves the capture (live) or fence (quiesced) intact on the source and on every
+/// partition, by OID: each relation has exactly the expected trigger — named as
+/// planned, calling the run's function, with the planned events and timing,
+/// `tgenabled = 'A'`, no `WHEN`, no column list, no arguments, not deferrable, and the
+/// function still has the body the run gave it.
+/// Returns every breach found (none: intact).
+pub async fn check(client: &Client, plan: &RunPlan) -> Result<Vec<Breach>, CasError> {
+    let names = plan.names();
+    let mut oids: Vec<u32> = vec![plan.source.table.oid];
+    oids.extend(plan.source.partitions.iter().map(|p| p.relation.oid));
+    // INV: CO-4 — intact means: on every relation, by OID, the exact trigger the run
+    // installed, ALWAYS-enabled, with nothing that could make it skip a row.
+    let (capture, refuse) = (capture_body(plan), refuse_body(plan));
+    let expected: Vec<(String, pgshift_sql::QualifiedName, &str, i16)> = match plan.options.mode {
+        Mode::Live => vec![
+            (
+                names.capture_trigger(),
+                names.capture_function(),
+                &capture,
+                CAPTURE_TYPE,
+            ),
+            (
+                names.truncate_trigger(),
+                names.refuse_function(),
+                &refuse,
+                TRUNCATE_TYPE,
+            ),
+        ],
+        Mode::Quiesced => vec![(
+            names.fence_trigger(),
+            names.refuse_function(),
+            &refuse,
+            FENCE_TYPE,
+        )],
+    };
+    let mut breaches = Vec::new();
+    for oid in &oids {
+        for (trigger, function, body, tgtype) in &expected {
+            let rows = client
+                .query(
+                    "SELECT t.tgenabled::pg_catalog.text, t.tgtype, t.tgqual IS NULL, \
+                            pg_catalog.cardinality(t.tgattr::pg_catalog.int2[]) OPERATOR(pg_catalog.=) 0, t.tgnargs, \
+                            t.tgdeferrable, t.tginitdeferred, fn.nspname::pg_catalog.text, f.proname::pg_catalog.text, \
+                            f.prosrc, f.prosecdef \
+                       FROM pg_catalog.pg_trigger t \
+                       JOIN pg_catalog.pg_proc f ON f.oid OPERATOR(pg_catalog.=) t.tgfoid \
+                       JOIN pg_catalog.pg_namespace fn ON fn.oid OPERATOR(pg_catalog.=) f.pronamespace \
+                      WHERE t.tgrelid OPERATOR(pg_catalog.=) $1 AND t.tgname OPERATOR(pg_catalog.=) $2::pg_catalog.text",
+                    &[oid, trigger],
+                )
+                .await
+                .map_err(|e| CasError::db("checking the capture triggers", e))?;
+            let Some(row) = rows.first() else {
+                breaches.push(Breach {
+                    relation: *oid,
+                    problem: format!("trigger {trigger} is missing"),
+                });
+                continue;
+            };
+            let mut problems = Vec::new();
+            let enabled: String = row.get(0);
+            if enabled != "A" {
+                problems.push(format!("enabled state is {enabled:?}, not ALWAYS"));
+            }
+            if row.get::<_, i16>(1) != *tgtype {
+                problems.push(format!(
+                    "events or timing changed (tgtype {})",
+                    row.get::<_, i16>(1)
+                ));
+            }
+            if !row.get::<_, bool>(2) {
+                problems.push("it has a WHEN condition".to_owned());
+            }
+            if !row.get::<_, bool>(3) {
+                problems.push("it has a column list".to_owned());
+            }
+            if row.get::<_, i16>(4) != 0 {
+                problems.push("it has arguments".to_owned());
+            }
+            if row.get::<_, bool>(5) || row.get::<_, bool>(6) {
+                problems.push("it is deferrable".to_owned());
+            }
+            let (schema, name): (String, String) = (row.get(7), row.get(8));
+            if Some(&schema) != function.schema.as_ref() || name != function.name {
+                problems.push(format!("it calls {schema}.{name}, not {function}"));
+            } else if row.get::<_, String>(9) != *body || !row.get::<_, bool>(10) {
+                problems.push(format!("function {function} was replaced"));
+            }
+            if !problems.is_empty() {
+                breaches.push(Breach {
+                    relation: *oid,
+                    problem: format!("trigger {trigger}: {}", problems.join("; ")),
+                });
+            }
+        }
+    }
+    Ok(breaches)
+}

@@ -1,0 +1,172 @@
+//! The chunked copy: keyset chunks over the key, each one server-side
+//! `INSERT INTO shadow … SELECT … FROM source WHERE key in [lo, hi) ON CONFLICT DO
+//! NOTHING` in its own short transaction, several workers at once, the chunk size
+//! adapting toward a target duration. The landed prefix is recorded as it advances.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::{Duration, Instant};
+
+use tokio::sync::Mutex;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::Client;
+
+use super::error::CasError;
+use super::keys::KeyValue;
+use super::ledger::{Chunk, Ledger};
+use super::statements::Statements;
+use super::store;
+
+/// Shared state of the copy workers and the applier.
+pub struct CopyState {
+    /// The ledger and its landing count (behind one lock: INV CO-5).
+    pub ledger: Mutex<(Ledger, u64)>,
+    /// Rows copied in this process.
+    pub rows: AtomicI64,
+}
+
+/// Chunk sizing.
+#[derive(Clone, Copy, Debug)]
+pub struct Sizing {
+    /// Rows of the first chunk.
+    pub first_rows: i64,
+    /// The duration a chunk should take.
+    pub target: Duration,
+}
+
+const MIN_ROWS: i64 = 500;
+const MAX_ROWS: i64 = 2_000_000;
+
+/// The next chunk size after one of `rows` rows took `took`.
+fn next_rows(rows: i64, took: Duration, target: Duration) -> i64 {
+    let took = took.as_secs_f64().max(0.001);
+    let scaled = (rows as f64 * target.as_secs_f64() / took) as i64;
+    // Move at most 4x per step, so one slow chunk does not collapse the size.
+    scaled
+        .clamp(rows / 4, rows.saturating_mul(4))
+        .clamp(MIN_ROWS, MAX_ROWS)
+}
+
+/// Cuts the next chunk of about `rows` rows and marks it in flight, under the ledger
+/// lock, before its transaction starts. `None` when nothing is left to cut.
+async fn cut(
+    client: &Client,
+    statements: &Statements,
+    state: &CopyState,
+    rows: i64,
+) -> Result<Option<Chunk>, CasError> {
+    let mut guard = state.ledger.lock().await;
+    let (ledger, _) = &mut *guard;
+    if ledger.exhausted() {
+        return Ok(None);
+    }
+    let lo = ledger.cursor().cloned();
+    let sql = statements.next_bound(lo.is_some());
+    let mut params: Vec<&(dyn ToSql + Sync)> = Vec::new();
+    if let Some(lo) = &lo {
+        params.extend(lo.iter().map(|v| v as &(dyn ToSql + Sync)));
+    }
+    params.push(&rows);
+    let row = client
+        .query_opt(&sql, &params)
+        .await
+        .map_err(|e| CasError::db("finding the next chunk", e))?;
+    let hi: Option<KeyValue> = row.map(|row| {
+        (0..statements.key().len())
+            .map(|i| row.get::<_, String>(i))
+            .collect()
+    });
+    // INV: CO-5 — marked in flight here, under the lock, before the chunk's snapshot.
+    Ok(Some(ledger.cut(hi)))
+}
+
+/// Copies one chunk in its own transaction; returns the rows inserted.
+async fn copy_chunk(
+    client: &Client,
+    statements: &Statements,
+    chunk: &Chunk,
+) -> Result<u64, CasError> {
+    let sql = statements.copy(chunk.lo.is_some(), chunk.hi.is_some());
+    let mut params: Vec<&(dyn ToSql + Sync)> = Vec::new();
+    if let Some(lo) = &chunk.lo {
+        params.extend(lo.iter().map(|v| v as &(dyn ToSql + Sync)));
+    }
+    if let Some(hi) = &chunk.hi {
+        params.extend(hi.iter().map(|v| v as &(dyn ToSql + Sync)));
+    }
+    client
+        .execute(&sql, &params)
+        .await
+        .map_err(|e| CasError::db("copying a chunk", e))
+}
+
+/// Records a landed chunk; persists the prefix when it moved.
+async fn land(
+    client: &Client,
+    run: i64,
+    state: &CopyState,
+    chunk: &Chunk,
+    rows: u64,
+) -> Result<(), CasError> {
+    let (prefix, finished, moved) = {
+        let mut guard = state.ledger.lock().await;
+        let (ledger, landings) = &mut *guard;
+        let moved = ledger.land(chunk.id);
+        *landings += 1;
+        (ledger.prefix().cloned(), ledger.finished(), moved)
+    };
+    let total = state
+        .rows
+        .fetch_add(i64::try_from(rows).unwrap_or(i64::MAX), Ordering::Relaxed)
+        + i64::try_from(rows).unwrap_or(i64::MAX);
+    if moved {
+        let prefix = serde_json::to_string(&prefix).map_err(|e| CasError::Record(e.to_string()))?;
+        let rows = total;
+        client
+            .execute(store::LANDED_SQL, &[&run, &prefix, &rows, &finished])
+            .await
+            .map_err(|e| CasError::db("recording copy progress", e))?;
+    }
+    Ok(())
+}
+
+/// One copy worker: cuts and copies chunks until none are left.
+pub async fn worker(
+    client: &Client,
+    run: i64,
+    statements: &Statements,
+    state: &CopyState,
+    sizing: Sizing,
+) -> Result<(), CasError> {
+    let mut rows = sizing.first_rows;
+    while let Some(chunk) = cut(client, statements, state, rows).await? {
+        let started = Instant::now();
+        match copy_chunk(client, statements, &chunk).await {
+            Ok(inserted) => {
+                land(client, run, state, &chunk, inserted).await?;
+                rows = next_rows(rows, started.elapsed(), sizing.target);
+            }
+            Err(err) => {
+                state.ledger.lock().await.0.unland(chunk.id);
+                return Err(err);
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_grow_and_shrink_toward_the_target() {
+        let target = Duration::from_millis(500);
+        assert_eq!(
+            next_rows(10_000, Duration::from_millis(250), target),
+            20_000
+        );
+        assert_eq!(next_rows(10_000, Duration::from_secs(10), target), 2_500);
+        assert_eq!(next_rows(1_000, Duration::from_micros(1), target), 4_000);
+        assert_eq!(next_rows(600, Duration::from_secs(60), target), MIN_ROWS);
+    }
+}

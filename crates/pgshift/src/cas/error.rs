@@ -1,0 +1,73 @@
+//! Errors of copy-and-swap runs.
+
+use thiserror::Error;
+
+use crate::refusal::Refusal;
+
+/// Why a run stopped (or could not start).
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum CasError {
+    /// The run was refused before it created anything (one cause, one class).
+    #[error("refused: {}: {}", .0.cause, .0.message)]
+    Refused(Refusal),
+    /// Connecting failed.
+    #[error("connecting: {0}")]
+    Connect(String),
+    /// Another run holds this table.
+    #[error("another pgshift run holds this table{}", pid.map_or_else(String::new, |p| format!(" (backend pid {p})")))]
+    Busy {
+        /// The other run's number, when known.
+        run: Option<i64>,
+        /// The holder's backend pid, when visible.
+        pid: Option<i32>,
+    },
+    /// No run of that number or for that table.
+    #[error("no pgshift run {0}")]
+    NoSuchRun(String),
+    /// The run is in a state that does not allow the operation.
+    #[error("run {run} is {state}: {what}")]
+    WrongState {
+        /// The run.
+        run: i64,
+        /// Its state.
+        state: String,
+        /// What was asked.
+        what: String,
+    },
+    /// Verification found the shadow different from the source.
+    #[error("verification failed: {0}")]
+    Divergence(String),
+    /// The swap was refused (fence or capture not intact, schema changed, lock budget).
+    #[error("cutover refused: {}: {}", .0.cause, .0.message)]
+    CutoverRefused(Refusal),
+    /// A statement failed.
+    #[error("{what}: {message}{}", sqlstate.as_ref().map_or_else(String::new, |s| format!(" ({s})")))]
+    Database {
+        /// What the run was doing.
+        what: String,
+        /// The server's or driver's message.
+        message: String,
+        /// The SQLSTATE, when the server sent one.
+        sqlstate: Option<String>,
+    },
+    /// The change-log applier stopped (its own error replaces this one when known).
+    #[error("the change-log applier stopped")]
+    ApplierStopped,
+    /// The run's record could not be read back.
+    #[error("run record: {0}")]
+    Record(String),
+}
+
+impl CasError {
+    /// A database error while doing `what`.
+    pub fn db(what: impl Into<String>, error: tokio_postgres::Error) -> Self {
+        CasError::Database {
+            what: what.into(),
+            message: error
+                .as_db_error()
+                .map_or_else(|| error.to_string(), |db| db.message().to_owned()),
+            sqlstate: error.code().map(|c| c.code().to_owned()),
+        }
+    }
+}

@@ -1,0 +1,30 @@
+//! Copy-and-swap: an online rewrite of a live table.
+//!
+//! A shadow table is built with the change applied, rows are copied in keyset chunks
+//! while a capture trigger logs every changed key, an applier keeps the shadow in
+//! step, a verification pass proves shadow and source equal chunk by chunk, and the
+//! names are swapped in one short, bounded ACCESS EXCLUSIVE window. Every phase is
+//! recorded in `pgshift.runs` and resumable; `abort` removes every artifact. The
+//! design and its argument are in `docs/COPY-AND-SWAP.md`.
+
+pub mod applier;
+pub mod capture;
+pub mod copier;
+pub mod cutover;
+pub mod error;
+pub mod keys;
+pub mod ledger;
+pub mod names;
+pub mod plan;
+pub mod run;
+pub mod session;
+pub mod shadow;
+pub mod source;
+pub mod statements;
+pub mod store;
+pub mod verify;
+
+pub use error::CasError;
+pub use plan::{CutoverBudgets, Mode, RunOptions};
+pub use run::{abort, request_cutover, resume, start, status, CasProgress, RunReport, Silent};
+pub use store::{Phase, RunRecord};

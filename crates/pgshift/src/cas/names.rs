@@ -1,0 +1,121 @@
+//! The names of a run's artifacts, all derived from the run's number so that every
+//! artifact has an owner on record and `abort` can find each one.
+//!
+//! Shadow relations live in the source's schema (they take the source's names at the
+//! swap); the change log and the trigger functions live in the engine-owned schema
+//! `pgshift`.
+
+use pgshift_sql::QualifiedName;
+
+/// The engine-owned schema.
+pub const ENGINE_SCHEMA: &str = "pgshift";
+
+/// PostgreSQL's identifier limit in bytes.
+const MAX_NAME: usize = 63;
+
+/// `prefix` + `name`, cut to 63 bytes on a character boundary.
+fn fit(prefix: &str, name: &str) -> String {
+    let mut out = String::from(prefix);
+    for ch in name.chars() {
+        if out.len() + ch.len_utf8() > MAX_NAME {
+            break;
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// The artifacts of run `run`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunNames {
+    run: i64,
+}
+
+impl RunNames {
+    /// The names of run `run`.
+    pub fn new(run: i64) -> Self {
+        RunNames { run }
+    }
+
+    /// The run's number.
+    pub fn run(&self) -> i64 {
+        self.run
+    }
+
+    /// A shadow relation for source relation `name` (in the same schema).
+    pub fn shadow(&self, source: &QualifiedName) -> QualifiedName {
+        QualifiedName {
+            schema: source.schema.clone(),
+            name: fit(&format!("_pgshift_{}_", self.run), &source.name),
+        }
+    }
+
+    /// The name the source relation `name` takes at the swap, when kept.
+    pub fn old(&self, source: &QualifiedName) -> QualifiedName {
+        QualifiedName {
+            schema: source.schema.clone(),
+            name: fit(&format!("_pgshift_old_{}_", self.run), &source.name),
+        }
+    }
+
+    /// A temporary name for the shadow's `n`-th index or constraint.
+    pub fn shadow_index(&self, n: usize) -> String {
+        format!("_pgshift_{}_i{n}", self.run)
+    }
+
+    /// The name an index or constraint of the source takes at the swap.
+    pub fn old_index(&self, name: &str) -> String {
+        fit(&format!("_pgshift_old_{}_", self.run), name)
+    }
+
+    /// The change log table.
+    pub fn log_table(&self) -> QualifiedName {
+        QualifiedName::qualified(ENGINE_SCHEMA, format!("log_{}", self.run))
+    }
+
+    /// The capture trigger function.
+    pub fn capture_function(&self) -> QualifiedName {
+        QualifiedName::qualified(ENGINE_SCHEMA, format!("capture_{}", self.run))
+    }
+
+    /// The function refusing writes (fence) and `TRUNCATE`.
+    pub fn refuse_function(&self) -> QualifiedName {
+        QualifiedName::qualified(ENGINE_SCHEMA, format!("refuse_{}", self.run))
+    }
+
+    /// The capture row trigger (cloned to every partition).
+    pub fn capture_trigger(&self) -> String {
+        format!("pgshift_capture_{}", self.run)
+    }
+
+    /// The fence statement trigger (on the parent and on each partition).
+    pub fn fence_trigger(&self) -> String {
+        format!("pgshift_fence_{}", self.run)
+    }
+
+    /// The statement trigger refusing `TRUNCATE` while capturing.
+    pub fn truncate_trigger(&self) -> String {
+        format!("pgshift_truncate_{}", self.run)
+    }
+
+    /// The `application_name` of the run's copy sessions.
+    pub fn copy_application(&self) -> String {
+        format!("pgshift-copy-{}", self.run)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_fit_in_63_bytes() {
+        let names = RunNames::new(12345);
+        let long = QualifiedName::qualified("s", "é".repeat(40));
+        let shadow = names.shadow(&long);
+        assert!(shadow.name.len() <= 63, "{}", shadow.name);
+        assert!(shadow.name.starts_with("_pgshift_12345_"));
+        assert_eq!(names.log_table().to_string(), "\"pgshift\".\"log_12345\"");
+        assert!(names.old_index(&"x".repeat(70)).len() <= 63);
+    }
+}

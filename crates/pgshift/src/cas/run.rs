@@ -1,0 +1,1167 @@
+//! A copy-and-swap run from start to end, as a state machine over recorded phases:
+//! `prepared → copying → indexing → verifying → [ready →] cutover → done` (and
+//! `failed`, `aborted`). Every phase can be resumed by a new process from the record.
+//!
+//! One process runs a table at a time: a session advisory lock per table, taken with
+//! `pg_try_advisory_lock` on the runner's session and never waited for (INV: OC-2).
+
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use tokio::sync::Mutex;
+use tokio_postgres::Client;
+
+use super::applier::Applier;
+use super::capture;
+use super::copier::{self, CopyState, Sizing};
+use super::cutover::{self, SwapReport};
+use super::error::CasError;
+use super::ledger::Ledger;
+use super::names::RunNames;
+use super::plan::{Mode, RunOptions, RunPlan};
+use super::session;
+use super::shadow;
+use super::source::{self, SourceFacts};
+use super::statements::Statements;
+use super::store::{self, Phase, RunRecord};
+use super::verify::{self, ChunkCheck};
+use crate::connect::{ConnectionSpec, Session};
+use crate::refusal::{Refusal, RefusalCause};
+use pgshift_sql::{quote_ident, QualifiedName, Statement};
+
+/// Progress of a run, for whoever shows it.
+pub trait CasProgress: Send {
+    /// A new phase starts.
+    fn phase(&mut self, phase: Phase);
+    /// Rows copied so far, of an estimate.
+    fn copied(&mut self, rows: i64, estimate: i64, backlog: i64);
+    /// Verification progress.
+    fn verified(&mut self, rows: i64, estimate: i64);
+    /// A note.
+    fn note(&mut self, text: &str);
+}
+
+/// Progress that goes nowhere.
+pub struct Silent;
+
+impl CasProgress for Silent {
+    fn phase(&mut self, _phase: Phase) {}
+    fn copied(&mut self, _rows: i64, _estimate: i64, _backlog: i64) {}
+    fn verified(&mut self, _rows: i64, _estimate: i64) {}
+    fn note(&mut self, _text: &str) {}
+}
+
+/// What a run did.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunReport {
+    /// The run's number.
+    pub run: i64,
+    /// The table.
+    pub table: String,
+    /// How it ended.
+    pub phase: &'static str,
+    /// Rows copied (by this process).
+    pub rows_copied: i64,
+    /// Rows verified.
+    pub rows_verified: i64,
+    /// Verification passes run.
+    pub verification_passes: u32,
+    /// The largest change-log backlog seen.
+    pub backlog_max: i64,
+    /// Duration of each phase run by this process (`phase`, milliseconds).
+    pub phases_ms: Vec<(String, u64)>,
+    /// The swap, when it happened.
+    pub swap: Option<SwapReport>,
+    /// Foreign keys that could not be validated after the swap (left NOT VALID).
+    pub unvalidated_foreign_keys: Vec<String>,
+    /// Whether the old table was kept.
+    pub kept_old: Option<String>,
+    /// Whether this process found the swap already committed by an earlier one (read
+    /// from which table holds the name) and only finished the run.
+    pub settled_from_catalog: bool,
+}
+
+/// Starts a run for `statement` on the table `table` (as written), and carries it to
+/// its end (or to `ready`, with a deferred cutover).
+pub async fn start(
+    spec: &ConnectionSpec,
+    statement: &Statement,
+    table: &QualifiedName,
+    options: RunOptions,
+    progress: &mut dyn CasProgress,
+) -> Result<RunReport, CasError> {
+    let runner = session::open(spec, "pgshift").await?;
+    let oid = resolve(&runner, table).await?;
+    lock_table(runner.client(), oid).await?;
+    let result = start_locked(spec, &runner, oid, statement, options, progress).await;
+    unlock_table(runner.client(), oid).await;
+    result
+}
+
+async fn start_locked(
+    spec: &ConnectionSpec,
+    runner: &Session,
+    oid: u32,
+    statement: &Statement,
+    options: RunOptions,
+    progress: &mut dyn CasProgress,
+) -> Result<RunReport, CasError> {
+    let client = runner.client();
+    store::ensure(client).await?;
+    if let Some(active) = store::active_for(client, oid).await? {
+        return Err(CasError::Refused(Refusal::new(
+            RefusalCause::RunInProgress,
+            format!(
+                "run {} on this table is {} — resume it (pgshift resume) or abort it (pgshift abort)",
+                active.id,
+                active.phase.name()
+            ),
+        )));
+    }
+    let facts = source::read(client, oid).await?;
+    preflight(&facts)?;
+    let key = facts.key.clone().ok_or_else(|| {
+        CasError::Refused(Refusal::new(
+            RefusalCause::NoUsableKey,
+            "the table has no primary key",
+        ))
+    })?;
+    let mut plan = RunPlan {
+        run: 0,
+        options,
+        shadow_statement: None,
+        key,
+        shadow: facts.table.name.clone(),
+        shadow_partitions: Vec::new(),
+        columns: Vec::new(),
+        shadow_key_name: String::new(),
+        indexes: Vec::new(),
+        constraints: Vec::new(),
+        source: facts,
+    };
+    let name = &plan.source.table.name;
+    plan.run = store::insert(
+        client,
+        oid,
+        name.schema.as_deref().unwrap_or_default(),
+        &name.name,
+        &statement.text,
+        &plan,
+        plan.options.defer_cutover,
+    )
+    .await?;
+    let names = plan.names();
+    plan.shadow = names.shadow(&plan.source.table.name);
+    plan.shadow_partitions = plan
+        .source
+        .partitions
+        .iter()
+        .map(|p| names.shadow(&p.relation.name))
+        .collect();
+    plan.shadow_key_name = names.shadow_index(0);
+    plan.shadow_statement = shadow::retarget(statement, &plan.shadow)?;
+    store::save_plan(client, plan.run, &plan).await?;
+    let result = prepare(client, &mut plan, statement, progress).await;
+    if let Err(err) = result {
+        let _ = store::fail(client, plan.run, Phase::Prepared, &err.to_string()).await;
+        return Err(err);
+    }
+    let record = store::by_id(client, plan.run).await?;
+    drive(spec, runner, record, progress).await
+}
+
+/// Continues the active run of `table` from its record.
+pub async fn resume(
+    spec: &ConnectionSpec,
+    table: &QualifiedName,
+    progress: &mut dyn CasProgress,
+) -> Result<RunReport, CasError> {
+    let runner = session::open(spec, "pgshift").await?;
+    let oid = resolve_any(&runner, table).await?;
+    lock_table(runner.client(), oid).await?;
+    let result = resume_locked(spec, &runner, oid, table, progress).await;
+    unlock_table(runner.client(), oid).await;
+    result
+}
+
+async fn resume_locked(
+    spec: &ConnectionSpec,
+    runner: &Session,
+    oid: u32,
+    table: &QualifiedName,
+    progress: &mut dyn CasProgress,
+) -> Result<RunReport, CasError> {
+    let client = runner.client();
+    store::ensure(client).await?;
+    let record = store::active_for(client, oid)
+        .await?
+        .ok_or_else(|| CasError::NoSuchRun(format!("active run for {table}")))?;
+    if record.phase == Phase::Prepared || record.resume_phase == Some(Phase::Prepared) {
+        // Nothing was copied: start the shadow again from the recorded statement.
+        let mut plan = record.plan.clone();
+        remove_artifacts(client, &plan).await?;
+        let statements =
+            pgshift_sql::parse(&record.statement).map_err(|e| CasError::Record(e.to_string()))?;
+        let statement = statements
+            .first()
+            .ok_or_else(|| CasError::Record("empty statement".to_owned()))?;
+        prepare(client, &mut plan, statement, progress).await?;
+    }
+    let record = store::by_id(client, record.id).await?;
+    drive(spec, runner, record, progress).await
+}
+
+/// Asks the active run of `table` (waiting in `ready`) to swap.
+pub async fn request_cutover(
+    spec: &ConnectionSpec,
+    table: &QualifiedName,
+) -> Result<i64, CasError> {
+    let runner = session::open(spec, "pgshift").await?;
+    let oid = resolve_any(&runner, table).await?;
+    let record = store::active_for(runner.client(), oid)
+        .await?
+        .ok_or_else(|| CasError::NoSuchRun(format!("active run for {table}")))?;
+    store::request_cutover(runner.client(), record.id).await?;
+    Ok(record.id)
+}
+
+/// Removes every artifact of the active run of `table` and marks it aborted. Refused
+/// once the swap has committed.
+pub async fn abort(spec: &ConnectionSpec, table: &QualifiedName) -> Result<i64, CasError> {
+    let runner = session::open(spec, "pgshift").await?;
+    let client = runner.client();
+    let oid = resolve_any(&runner, table).await?;
+    store::ensure(client).await?;
+    let record = store::active_for(client, oid)
+        .await?
+        .ok_or_else(|| CasError::NoSuchRun(format!("active run for {table}")))?;
+    lock_table(client, oid).await?;
+    let result = abort_locked(client, &record).await;
+    unlock_table(client, oid).await;
+    result
+}
+
+async fn abort_locked(client: &Client, record: &RunRecord) -> Result<i64, CasError> {
+    if cutover::settled(client, &record.plan).await? {
+        return Err(CasError::WrongState {
+            run: record.id,
+            state: "swapped".to_owned(),
+            what: "the swap has committed; resume the run to finish it".to_owned(),
+        });
+    }
+    terminate_copiers(client, &record.plan).await?;
+    remove_artifacts(client, &record.plan).await?;
+    store::set_phase(client, record.id, Phase::Aborted).await?;
+    Ok(record.id)
+}
+
+/// Every recorded run, newest first.
+pub async fn status(spec: &ConnectionSpec) -> Result<Vec<RunRecord>, CasError> {
+    let runner = session::open(spec, "pgshift").await?;
+    store::all(runner.client(), 100).await
+}
+
+/// What a run refuses before creating anything.
+fn preflight(facts: &SourceFacts) -> Result<(), CasError> {
+    let refuse = |cause, message: String| Err(CasError::Refused(Refusal::new(cause, message)));
+    let name = &facts.table.name;
+    if !facts.uncarried.is_empty() {
+        return refuse(
+            RefusalCause::RewriteUnsupported,
+            format!(
+                "copy-and-swap cannot carry {name} through a swap: {}",
+                facts.uncarried.join("; ")
+            ),
+        );
+    }
+    if facts.table.persistence != "p" {
+        return refuse(
+            RefusalCause::NonPermanentTable,
+            format!("{name} is unlogged or temporary; copy-and-swap needs a permanent table"),
+        );
+    }
+    if facts.key.is_none() {
+        return refuse(
+            RefusalCause::NoUsableKey,
+            format!("{name} has no primary key; copy-and-swap copies and verifies in key order"),
+        );
+    }
+    if facts.nested_partitions {
+        return refuse(
+            RefusalCause::NestedPartitioning,
+            format!("{name} has a partition that is itself partitioned"),
+        );
+    }
+    if let Some(view) = facts.dependent_matviews.first() {
+        return refuse(
+            RefusalCause::DependentMaterializedView,
+            format!("materialized view {view} depends on {name}"),
+        );
+    }
+    if facts.nested_views {
+        return refuse(
+            RefusalCause::NestedDependentViews,
+            format!("a view depends on a view that depends on {name}"),
+        );
+    }
+    Ok(())
+}
+
+/// The OID of the table a name denotes for the user (a table or partitioned table).
+async fn resolve(session: &Session, table: &QualifiedName) -> Result<u32, CasError> {
+    let snapshot = crate::catalog::read_snapshot(
+        session.client(),
+        std::slice::from_ref(table),
+        session.user_search_path(),
+    )
+    .await
+    .map_err(|e| CasError::Record(e.to_string()))?;
+    match snapshot.lookup(table) {
+        crate::catalog::Lookup::Found(facts) if facts.kind.is_table() => Ok(facts.oid),
+        crate::catalog::Lookup::Found(facts) => Err(CasError::Refused(Refusal::new(
+            RefusalCause::WrongRelationKind,
+            format!("{} is not a table", facts.name),
+        ))),
+        _ => Err(CasError::Refused(Refusal::new(
+            RefusalCause::TableMissing,
+            format!("table {table} does not exist in the search path"),
+        ))),
+    }
+}
+
+/// Like [`resolve`], but also finds a table that a swap already renamed away (the run
+/// record names the source by OID).
+async fn resolve_any(session: &Session, table: &QualifiedName) -> Result<u32, CasError> {
+    store::ensure(session.client()).await?;
+    let schema = table.schema.clone();
+    let row = session
+        .client()
+        .query_opt(
+            "SELECT source_oid FROM pgshift.runs WHERE source_name = $1 AND ($2::pg_catalog.text IS NULL OR source_schema = $2) \
+               AND phase NOT IN ('done', 'aborted') ORDER BY id DESC LIMIT 1",
+            &[&table.name, &schema],
+        )
+        .await
+        .map_err(|e| CasError::db("finding the run", e))?;
+    match row {
+        Some(row) => Ok(row.get(0)),
+        None => resolve(session, table).await,
+    }
+}
+
+/// Takes the per-table session advisory lock, never waiting (INV: OC-2).
+async fn lock_table(client: &Client, oid: u32) -> Result<(), CasError> {
+    let key = format!("pgshift.cas:{oid}");
+    let row = client
+        .query_one(
+            "SELECT pg_catalog.pg_try_advisory_lock(pg_catalog.hashtextextended($1, 0))",
+            &[&key],
+        )
+        .await
+        .map_err(|e| CasError::db("taking the run lock", e))?;
+    // INV: OC-2 — a second run on the same table is refused at once, naming the holder.
+    if row.get::<_, bool>(0) {
+        return Ok(());
+    }
+    let holder = client
+        .query_opt(
+            "SELECT l.pid FROM pg_catalog.pg_locks l WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory' AND l.granted \
+               AND ((l.classid::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.|) l.objid::pg_catalog.int8) \
+                   OPERATOR(pg_catalog.=) pg_catalog.hashtextextended($1, 0) \
+               AND l.pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid() LIMIT 1",
+            &[&key],
+        )
+        .await
+        .ok()
+        .flatten()
+        .map(|r| r.get::<_, i32>(0));
+    Err(CasError::Busy {
+        run: None,
+        pid: holder,
+    })
+}
+
+/// Releases the per-table lock before the session closes, so that a command run right
+/// after this one returns never finds the lock still held by a closing backend.
+async fn unlock_table(client: &Client, oid: u32) {
+    let key = format!("pgshift.cas:{oid}");
+    let _ = client
+        .query_one(
+            "SELECT pg_catalog.pg_advisory_unlock(pg_catalog.hashtextextended($1, 0))",
+            &[&key],
+        )
+        .await;
+}
+
+/// Shadow, capture (or fence): everything before the copy.
+async fn prepare(
+    client: &Client,
+    plan: &mut RunPlan,
+    statement: &Statement,
+    progress: &mut dyn CasProgress,
+) -> Result<(), CasError> {
+    progress.phase(Phase::Prepared);
+    shadow::create(client, plan, statement).await?;
+    store::save_plan(client, plan.run, plan).await?;
+    install_capture(client, plan).await?;
+    store::set_phase(client, plan.run, Phase::Copying).await?;
+    Ok(())
+}
+
+/// Installs the capture (or fence) in one transaction under a short lock budget,
+/// retried, then proves it intact.
+async fn install_capture(client: &Client, plan: &RunPlan) -> Result<(), CasError> {
+    let sql = capture::install_sql(plan)?;
+    let budgets = plan.options.cutover;
+    for attempt in 1..=budgets.attempts {
+        let statement = format!(
+            "BEGIN; SET LOCAL lock_timeout = {}; {sql}; COMMIT",
+            budgets.lock_timeout_ms
+        );
+        match client.batch_execute(&statement).await {
+            Ok(()) => {
+                let breaches = capture::check(client, plan).await?;
+                if breaches.is_empty() {
+                    return Ok(());
+                }
+                return Err(CasError::Record(format!(
+                    "the capture installed is not intact: {}",
+                    breaches
+                        .iter()
+                        .map(|b| b.problem.clone())
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                )));
+            }
+            Err(e) => {
+                let _ = client.batch_execute("ROLLBACK").await;
+                if e.code() != Some(&tokio_postgres::error::SqlState::LOCK_NOT_AVAILABLE)
+                    || attempt == budgets.attempts
+                {
+                    return Err(CasError::db("installing the change capture", e));
+                }
+                tokio::time::sleep(Duration::from_millis(
+                    budgets
+                        .backoff_initial_ms
+                        .saturating_mul(u64::from(attempt)),
+                ))
+                .await;
+            }
+        }
+    }
+    Err(CasError::CutoverRefused(Refusal::new(
+        RefusalCause::LockBudgetExhausted,
+        "could not take the lock to install the change capture",
+    )))
+}
+
+/// The background applier: runs until stopped, pausable for the swap.
+struct ApplierTask {
+    stop: Arc<AtomicBool>,
+    gate: Arc<Mutex<()>>,
+    backlog_max: Arc<AtomicI64>,
+    handle: tokio::task::JoinHandle<Result<(), CasError>>,
+}
+
+impl ApplierTask {
+    fn spawn(session: Session, statements: Statements, state: Arc<CopyState>) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let gate = Arc::new(Mutex::new(()));
+        let backlog_max = Arc::new(AtomicI64::new(0));
+        let (stop_flag, gate_lock, max) = (stop.clone(), gate.clone(), backlog_max.clone());
+        let handle = tokio::spawn(async move {
+            let mut applier = Applier::new(statements);
+            let client = session.client();
+            let mut ticks: u32 = 0;
+            while !stop_flag.load(Ordering::Relaxed) {
+                let batch = {
+                    let _open = gate_lock.lock().await;
+                    applier.step(client, &state.ledger, 2_000).await?
+                };
+                ticks = ticks.wrapping_add(1);
+                if ticks % 50 == 0 {
+                    let backlog = applier.backlog(client).await?;
+                    max.fetch_max(backlog, Ordering::Relaxed);
+                }
+                if batch.read == 0 {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+            Ok(())
+        });
+        ApplierTask {
+            stop,
+            gate,
+            backlog_max,
+            handle,
+        }
+    }
+
+    /// Fails if the applier stopped with an error.
+    fn check(&self) -> Result<(), CasError> {
+        if self.handle.is_finished() && !self.stop.load(Ordering::Relaxed) {
+            return Err(CasError::ApplierStopped);
+        }
+        Ok(())
+    }
+
+    async fn stop(self) -> Result<i64, CasError> {
+        self.stop.store(true, Ordering::Relaxed);
+        let max = self.backlog_max.load(Ordering::Relaxed);
+        match self.handle.await {
+            Ok(result) => result.map(|()| max),
+            Err(e) => Err(CasError::Record(format!("the applier task failed: {e}"))),
+        }
+    }
+}
+
+/// Drives a recorded run from its phase to its end.
+async fn drive(
+    spec: &ConnectionSpec,
+    runner: &Session,
+    record: RunRecord,
+    progress: &mut dyn CasProgress,
+) -> Result<RunReport, CasError> {
+    let client = runner.client();
+    let plan = record.plan.clone();
+    let mut report = RunReport {
+        run: record.id,
+        table: plan.source.table.name.to_string(),
+        phase: "running",
+        rows_copied: 0,
+        rows_verified: 0,
+        verification_passes: 0,
+        backlog_max: 0,
+        phases_ms: Vec::new(),
+        swap: None,
+        unvalidated_foreign_keys: Vec::new(),
+        kept_old: None,
+        settled_from_catalog: false,
+    };
+    let phase = match record.phase {
+        Phase::Failed => record.resume_phase.unwrap_or(Phase::Copying),
+        phase => phase,
+    };
+    if matches!(phase, Phase::Done | Phase::Aborted) {
+        return Err(CasError::WrongState {
+            run: record.id,
+            state: phase.name().to_owned(),
+            what: "nothing to resume".to_owned(),
+        });
+    }
+    if phase == Phase::Cutover && cutover::settled(client, &plan).await? {
+        report.settled_from_catalog = true;
+        finish(client, &plan, &mut report, progress).await?;
+        return Ok(report);
+    }
+    ensure_capture(client, &plan).await?;
+    let statements = Statements::new(&plan);
+    let copy_done = record.copy_finished;
+    let state = Arc::new(CopyState {
+        ledger: Mutex::new((Ledger::resume(record.landed_prefix.clone(), copy_done), 0)),
+        rows: AtomicI64::new(0),
+    });
+    let applier = match plan.options.mode {
+        Mode::Live => Some(ApplierTask::spawn(
+            session::open(spec, &format!("pgshift-apply-{}", plan.run)).await?,
+            statements.clone(),
+            state.clone(),
+        )),
+        Mode::Quiesced => None,
+    };
+    let outcome = run_phases(
+        spec,
+        runner,
+        &record,
+        &plan,
+        &statements,
+        &state,
+        applier.as_ref(),
+        phase,
+        &mut report,
+        progress,
+    )
+    .await;
+    let (backlog_max, outcome) = match applier {
+        Some(task) => match (task.stop().await, outcome) {
+            (Ok(max), outcome) => (max, outcome),
+            // The applier's own error says why it stopped.
+            (Err(stopped), Err(CasError::ApplierStopped)) => (0, Err(stopped)),
+            (Err(_), outcome) => (0, outcome),
+        },
+        None => (0, outcome),
+    };
+    report.backlog_max = report.backlog_max.max(backlog_max);
+    report.rows_copied = state.rows.load(Ordering::Relaxed);
+    match outcome {
+        Ok(()) => Ok(report),
+        Err(err) => {
+            let resume = match &err {
+                CasError::CutoverRefused(_) | CasError::Divergence(_) => Phase::Verifying,
+                _ => current_phase(client, record.id)
+                    .await
+                    .unwrap_or(Phase::Copying),
+            };
+            let _ = store::fail(client, record.id, resume, &err.to_string()).await;
+            Err(err)
+        }
+    }
+}
+
+async fn current_phase(client: &Client, id: i64) -> Option<Phase> {
+    store::by_id(client, id).await.ok().map(|r| match r.phase {
+        Phase::Failed => r.resume_phase.unwrap_or(Phase::Copying),
+        p => p,
+    })
+}
+
+/// Installs the capture if the run died before it was, and proves it intact.
+async fn ensure_capture(client: &Client, plan: &RunPlan) -> Result<(), CasError> {
+    let breaches = capture::check(client, plan).await?;
+    if breaches.is_empty() {
+        return Ok(());
+    }
+    let exists = client
+        .query_one(
+            "SELECT pg_catalog.to_regclass($1) IS NOT NULL",
+            &[&plan.names().log_table().to_string()],
+        )
+        .await
+        .map_err(|e| CasError::db("looking for the change log", e))?;
+    if exists.get::<_, bool>(0) {
+        return Err(CasError::CutoverRefused(Refusal::new(
+            RefusalCause::CutoverUnfenced,
+            format!(
+                "the change capture was tampered with while the run was stopped ({}); writes may have been missed — abort the run",
+                breaches.iter().map(|b| b.problem.clone()).collect::<Vec<_>>().join("; ")
+            ),
+        )));
+    }
+    install_capture(client, plan).await
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn run_phases(
+    spec: &ConnectionSpec,
+    runner: &Session,
+    record: &RunRecord,
+    plan: &RunPlan,
+    statements: &Statements,
+    state: &Arc<CopyState>,
+    applier: Option<&ApplierTask>,
+    from: Phase,
+    report: &mut RunReport,
+    progress: &mut dyn CasProgress,
+) -> Result<(), CasError> {
+    let client = runner.client();
+    let estimate = estimate_rows(client, plan).await;
+    if from <= Phase::Copying {
+        let started = Instant::now();
+        progress.phase(Phase::Copying);
+        store::set_phase(client, plan.run, Phase::Copying).await?;
+        resume_copy(client, plan, statements, record).await?;
+        copy(spec, plan, statements, state, applier, estimate, progress).await?;
+        report
+            .phases_ms
+            .push(("copying".to_owned(), elapsed_ms(started)));
+    }
+    if from <= Phase::Indexing {
+        let started = Instant::now();
+        progress.phase(Phase::Indexing);
+        store::set_phase(client, plan.run, Phase::Indexing).await?;
+        build_indexes(spec, plan).await?;
+        report
+            .phases_ms
+            .push(("indexing".to_owned(), elapsed_ms(started)));
+    }
+    let started = Instant::now();
+    progress.phase(Phase::Verifying);
+    store::set_phase(client, plan.run, Phase::Verifying).await?;
+    verify_all(
+        client, plan, statements, applier, estimate, report, progress,
+    )
+    .await?;
+    report
+        .phases_ms
+        .push(("verifying".to_owned(), elapsed_ms(started)));
+    if plan.options.defer_cutover {
+        progress.phase(Phase::Ready);
+        store::set_phase(client, plan.run, Phase::Ready).await?;
+        wait_for_cutover(client, plan, applier).await?;
+    }
+    let started = Instant::now();
+    progress.phase(Phase::Cutover);
+    store::set_phase(client, plan.run, Phase::Cutover).await?;
+    let swap = match applier {
+        Some(task) => {
+            let _paused = task.gate.lock().await;
+            cutover::swap(client, plan, || catch_up(client, plan, statements)).await
+        }
+        None => cutover::swap(client, plan, || catch_up(client, plan, statements)).await,
+    }?;
+    report.swap = Some(swap);
+    report
+        .phases_ms
+        .push(("cutover".to_owned(), elapsed_ms(started)));
+    finish(client, plan, report, progress).await
+}
+
+fn elapsed_ms(started: Instant) -> u64 {
+    u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+async fn estimate_rows(client: &Client, plan: &RunPlan) -> i64 {
+    let mut oids = vec![plan.source.table.oid];
+    oids.extend(plan.source.partitions.iter().map(|p| p.relation.oid));
+    client
+        .query_one(
+            "SELECT coalesce(pg_catalog.sum(GREATEST(c.reltuples, 0)), 0)::pg_catalog.int8 FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[])",
+            &[&oids],
+        )
+        .await
+        .map(|r| r.get(0))
+        .unwrap_or(0)
+}
+
+/// Before copying again after a stop: wait for any chunk transaction of the dead
+/// process (its backend may still be running), then remove shadow rows above the
+/// landed prefix — their change-log entries may have been discarded as uncut, and the
+/// copy (which never overwrites) would keep them stale.
+async fn resume_copy(
+    client: &Client,
+    plan: &RunPlan,
+    statements: &Statements,
+    record: &RunRecord,
+) -> Result<(), CasError> {
+    if record.copy_finished {
+        return Ok(());
+    }
+    terminate_copiers(client, plan).await?;
+    let lo = record.landed_prefix.clone();
+    let sql = statements.delete_range(lo.is_some(), false);
+    let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = lo
+        .iter()
+        .flat_map(|v| {
+            v.iter()
+                .map(|s| s as &(dyn tokio_postgres::types::ToSql + Sync))
+        })
+        .collect();
+    client
+        .execute(&sql, &params)
+        .await
+        .map_err(|e| CasError::db("removing rows above the landed prefix", e))?;
+    Ok(())
+}
+
+/// Ends (and waits out) the chunk transactions of an earlier process of this run (run
+/// numbers are per database: only this database's sessions).
+async fn terminate_copiers(client: &Client, plan: &RunPlan) -> Result<(), CasError> {
+    let application = plan.names().copy_application();
+    for _ in 0..100 {
+        let row = client
+            .query_one(
+                "SELECT pg_catalog.count(pg_catalog.pg_terminate_backend(a.pid)) FROM pg_catalog.pg_stat_activity a \
+                  WHERE a.application_name OPERATOR(pg_catalog.=) $1 AND a.pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid() \
+                    AND a.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()",
+                &[&application],
+            )
+            .await
+            .map_err(|e| CasError::db("ending earlier copy sessions", e))?;
+        if row.get::<_, i64>(0) == 0 {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Err(CasError::Record(
+        "copy sessions of an earlier process would not end".to_owned(),
+    ))
+}
+
+/// The copy, by `workers` sessions.
+async fn copy(
+    spec: &ConnectionSpec,
+    plan: &RunPlan,
+    statements: &Statements,
+    state: &Arc<CopyState>,
+    applier: Option<&ApplierTask>,
+    estimate: i64,
+    progress: &mut dyn CasProgress,
+) -> Result<(), CasError> {
+    let sizing = Sizing {
+        first_rows: plan.options.first_chunk_rows,
+        target: Duration::from_millis(plan.options.chunk_target_ms),
+    };
+    let mut workers = Workers(Vec::new());
+    for _ in 0..plan.options.workers.max(1) {
+        let session = session::open(spec, &plan.names().copy_application()).await?;
+        let (statements, state, run) = (statements.clone(), state.clone(), plan.run);
+        workers.0.push(tokio::spawn(async move {
+            copier::worker(session.client(), run, &statements, &state, sizing).await
+        }));
+    }
+    while !workers.0.is_empty() {
+        // A worker that stopped with an error stops the copy (the others are aborted
+        // when `workers` drops; their open chunk transactions roll back).
+        let mut i = 0;
+        while i < workers.0.len() {
+            if workers.0[i].is_finished() {
+                let handle = workers.0.swap_remove(i);
+                handle
+                    .await
+                    .map_err(|e| CasError::Record(format!("a copy worker failed: {e}")))??;
+            } else {
+                i += 1;
+            }
+        }
+        if let Some(task) = applier {
+            task.check()?;
+        }
+        progress.copied(
+            state.rows.load(Ordering::Relaxed),
+            estimate,
+            applier.map_or(0, |a| a.backlog_max.load(Ordering::Relaxed)),
+        );
+        if !workers.0.is_empty() {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    progress.copied(state.rows.load(Ordering::Relaxed), estimate, 0);
+    Ok(())
+}
+
+/// Copy worker tasks, aborted if the copy stops early (a spawned task otherwise keeps
+/// running after its handle is dropped).
+struct Workers(Vec<tokio::task::JoinHandle<Result<(), CasError>>>);
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        for handle in &self.0 {
+            handle.abort();
+        }
+    }
+}
+
+/// Builds the shadow's indexes and constraints (nobody else uses the shadow, so plain
+/// builds), skipping any already built by an earlier process.
+async fn build_indexes(spec: &ConnectionSpec, plan: &RunPlan) -> Result<(), CasError> {
+    let session = session::open(spec, &format!("pgshift-index-{}", plan.run)).await?;
+    let client = session.client();
+    let schema = plan.shadow.schema.clone().unwrap_or_default();
+    for index in &plan.indexes {
+        let exists = client
+            .query_one(
+                "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
+                  WHERE n.nspname OPERATOR(pg_catalog.=) $1::pg_catalog.text AND c.relname OPERATOR(pg_catalog.=) $2::pg_catalog.text)",
+                &[&schema, &index.temp_name],
+            )
+            .await
+            .map_err(|e| CasError::db("looking for a shadow index", e))?;
+        if exists.get::<_, bool>(0) {
+            continue;
+        }
+        client
+            .batch_execute(&format!(
+                "SET maintenance_work_mem = '256MB'; {}",
+                index.sql
+            ))
+            .await
+            .map_err(|e| {
+                CasError::db(
+                    format!("building index {} on the shadow", index.source_name),
+                    e,
+                )
+            })?;
+    }
+    for constraint in &plan.constraints {
+        let exists = client
+            .query_one(
+                "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_constraint con WHERE con.conrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1) \
+                  AND con.conname OPERATOR(pg_catalog.=) $2::pg_catalog.text)",
+                &[&plan.shadow.to_string(), &constraint.name],
+            )
+            .await
+            .map_err(|e| CasError::db("looking for a shadow constraint", e))?;
+        if exists.get::<_, bool>(0) {
+            continue;
+        }
+        let add = format!(
+            "ALTER TABLE {} ADD CONSTRAINT {} {}{}",
+            plan.shadow,
+            quote_ident(&constraint.name),
+            constraint.definition,
+            if constraint.validated && plan.source.partition_key.is_none() {
+                " NOT VALID"
+            } else if constraint.validated {
+                ""
+            } else {
+                " NOT VALID"
+            }
+        );
+        client.batch_execute(&add).await.map_err(|e| {
+            CasError::db(
+                format!("adding constraint {} to the shadow", constraint.name),
+                e,
+            )
+        })?;
+        if constraint.validated && plan.source.partition_key.is_none() {
+            client
+                .batch_execute(&format!(
+                    "ALTER TABLE {} VALIDATE CONSTRAINT {}",
+                    plan.shadow,
+                    quote_ident(&constraint.name)
+                ))
+                .await
+                .map_err(|e| {
+                    CasError::db(
+                        format!("validating constraint {} on the shadow", constraint.name),
+                        e,
+                    )
+                })?;
+        }
+    }
+    Ok(())
+}
+
+/// A complete verification pass with no repair and no divergence (INV: CO-7):
+/// only that lets the run swap.
+async fn verify_all(
+    client: &Client,
+    plan: &RunPlan,
+    statements: &Statements,
+    applier: Option<&ApplierTask>,
+    estimate: i64,
+    report: &mut RunReport,
+    progress: &mut dyn CasProgress,
+) -> Result<(), CasError> {
+    store::set_verified(client, plan.run, false).await?;
+    const MAX_PASSES: u32 = 3;
+    const MAX_PENDING: u32 = 600;
+    for _ in 0..MAX_PASSES {
+        report.verification_passes += 1;
+        let mut repaired = false;
+        let mut lo = None;
+        let mut verified: i64 = 0;
+        loop {
+            let hi = verify::next_bound(client, statements, &lo, 50_000).await?;
+            let mut pending_rounds = 0;
+            loop {
+                if let Some(task) = applier {
+                    task.check()?;
+                }
+                match verify::check_chunk(client, statements, &lo, &hi).await? {
+                    ChunkCheck::Clean { rows } => {
+                        verified += rows;
+                        break;
+                    }
+                    ChunkCheck::Pending => {
+                        pending_rounds += 1;
+                        if pending_rounds > MAX_PENDING {
+                            return Err(CasError::Divergence(
+                                "changes keep arriving faster than the applier applies them; verification cannot complete".to_owned(),
+                            ));
+                        }
+                        tokio::time::sleep(verify::PENDING_BACKOFF).await;
+                    }
+                    ChunkCheck::Diverged { detail } => {
+                        if !plan.options.repair {
+                            return Err(CasError::Divergence(format!(
+                                "a chunk of the shadow differs from the source: {detail}; the run stops (rerun with --on-divergence=repair to repair and verify again)"
+                            )));
+                        }
+                        progress.note(&format!("repairing a diverged chunk: {detail}"));
+                        verify::repair(client, statements, &lo, &hi).await?;
+                        repaired = true;
+                        break;
+                    }
+                }
+            }
+            progress.verified(verified, estimate);
+            match hi {
+                Some(hi) => lo = Some(hi),
+                None => break,
+            }
+        }
+        report.rows_verified = verified;
+        if !repaired {
+            // INV: CO-7 — the proof: a complete pass with no repair.
+            store::set_verified(client, plan.run, true).await?;
+            return Ok(());
+        }
+    }
+    Err(CasError::Divergence(format!(
+        "no clean verification pass in {MAX_PASSES} passes"
+    )))
+}
+
+/// Waits, keeping the shadow in step, until `pgshift cutover` asks for the swap.
+async fn wait_for_cutover(
+    client: &Client,
+    plan: &RunPlan,
+    applier: Option<&ApplierTask>,
+) -> Result<(), CasError> {
+    loop {
+        if let Some(task) = applier {
+            task.check()?;
+        }
+        let record = store::by_id(client, plan.run).await?;
+        if record.cutover_requested {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// Catches up outside the lock (used when the backlog was too large to drain under
+/// it): apply until the backlog is small.
+async fn catch_up(
+    client: &Client,
+    plan: &RunPlan,
+    statements: &Statements,
+) -> Result<(), CasError> {
+    let mut applier = Applier::new(statements.clone());
+    let finished = Mutex::new((Ledger::resume(None, true), 0));
+    for _ in 0..10_000 {
+        let batch = applier.step(client, &finished, 5_000).await?;
+        if batch.read == 0 || applier.backlog(client).await? < plan.options.cutover.max_drain / 2 {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// After the swap: validate re-pointed foreign keys, drop the old table (unless kept)
+/// and every artifact, mark the run done.
+async fn finish(
+    client: &Client,
+    plan: &RunPlan,
+    report: &mut RunReport,
+    progress: &mut dyn CasProgress,
+) -> Result<(), CasError> {
+    for fk in &plan.source.incoming {
+        let validate = format!(
+            "ALTER TABLE {} VALIDATE CONSTRAINT {}",
+            fk.table,
+            quote_ident(&fk.name)
+        );
+        if let Err(e) = bounded(client, 5_000, &validate).await {
+            report.unvalidated_foreign_keys.push(format!(
+                "{}.{}: {}",
+                fk.table,
+                quote_ident(&fk.name),
+                e.as_db_error()
+                    .map_or_else(|| e.to_string(), |d| d.message().to_owned())
+            ));
+        }
+    }
+    let names = plan.names();
+    let old = names.old(&plan.source.table.name);
+    if plan.options.keep_old {
+        drop_capture(client, plan, &old).await?;
+        report.kept_old = Some(old.to_string());
+    } else {
+        bounded(client, 5_000, &format!("DROP TABLE IF EXISTS {old}"))
+            .await
+            .map_err(|e| CasError::db("dropping the old table", e))?;
+    }
+    drop_engine_objects(client, &names).await?;
+    store::set_phase(client, plan.run, Phase::Done).await?;
+    progress.phase(Phase::Done);
+    report.phase = "done";
+    if let Ok(value) = serde_json::to_value(&*report) {
+        let _ = store::save_report(client, plan.run, &value).await;
+    }
+    Ok(())
+}
+
+/// Runs `sql` in a transaction of its own with `lock_timeout` set locally (the
+/// session's budget is back in force afterwards, whatever happens).
+async fn bounded(
+    client: &Client,
+    lock_timeout_ms: u64,
+    sql: &str,
+) -> Result<(), tokio_postgres::Error> {
+    let result = client
+        .batch_execute(&format!(
+            "BEGIN; SET LOCAL lock_timeout = {lock_timeout_ms}; {sql}; COMMIT"
+        ))
+        .await;
+    if result.is_err() {
+        let _ = client.batch_execute("ROLLBACK").await;
+    }
+    result
+}
+
+/// Drops the run's triggers from the (kept) old tree.
+async fn drop_capture(
+    client: &Client,
+    plan: &RunPlan,
+    old: &QualifiedName,
+) -> Result<(), CasError> {
+    let names = plan.names();
+    let mut relations = vec![old.clone()];
+    relations.extend(
+        plan.source
+            .partitions
+            .iter()
+            .map(|p| names.old(&p.relation.name)),
+    );
+    for relation in relations {
+        for trigger in [
+            names.capture_trigger(),
+            names.truncate_trigger(),
+            names.fence_trigger(),
+        ] {
+            client
+                .batch_execute(&format!(
+                    "DROP TRIGGER IF EXISTS {} ON {relation}",
+                    quote_ident(&trigger)
+                ))
+                .await
+                .map_err(|e| CasError::db("removing the run's triggers from the old table", e))?;
+        }
+    }
+    Ok(())
+}
+
+async fn drop_engine_objects(client: &Client, names: &RunNames) -> Result<(), CasError> {
+    client
+        .batch_execute(&format!(
+            "DROP TABLE IF EXISTS {}; DROP FUNCTION IF EXISTS {}() CASCADE; DROP FUNCTION IF EXISTS {}() CASCADE",
+            names.log_table(),
+            names.capture_function(),
+            names.refuse_function()
+        ))
+        .await
+        .map_err(|e| CasError::db("removing the run's engine objects", e))
+}
+
+/// Removes every artifact of a run that has not swapped: the triggers on the source
+/// tree, the shadow tree, the change log, the functions.
+async fn remove_artifacts(client: &Client, plan: &RunPlan) -> Result<(), CasError> {
+    let names = plan.names();
+    for relation in plan.source_relations() {
+        for trigger in [
+            names.capture_trigger(),
+            names.truncate_trigger(),
+            names.fence_trigger(),
+        ] {
+            let sql = format!(
+                "DROP TRIGGER IF EXISTS {} ON {relation}",
+                quote_ident(&trigger)
+            );
+            if let Err(e) = bounded(client, 2_000, &sql).await {
+                if e.code() != Some(&tokio_postgres::error::SqlState::UNDEFINED_TABLE) {
+                    return Err(CasError::db("removing the run's triggers", e));
+                }
+            }
+        }
+    }
+    let shadow = names.shadow(&plan.source.table.name);
+    client
+        .batch_execute(&format!("DROP TABLE IF EXISTS {shadow}"))
+        .await
+        .map_err(|e| CasError::db("dropping the shadow", e))?;
+    drop_engine_objects(client, &names).await
+}

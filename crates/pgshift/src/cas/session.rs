@@ -1,0 +1,61 @@
+//! Sessions of a run: every one with pgshift's budgets, a catalog-safe `search_path`,
+//! and fixed output settings so that key values round-trip exactly as text.
+
+use tokio_postgres::Client;
+
+use super::error::CasError;
+use crate::connect::{connect, ConnectionSpec, Session, SessionBudgets};
+
+/// Budgets of a run's sessions; each statement of the run sets tighter ones where it
+/// matters (`SET LOCAL lock_timeout` before strong locks).
+pub const RUN_SESSION: SessionBudgets = SessionBudgets {
+    lock_timeout_ms: 1_000,
+    statement_timeout_ms: 3_600_000,
+    idle_in_transaction_timeout_ms: 600_000,
+};
+
+/// Output settings that make text forms of key values stable and exact.
+const SETTINGS: &str =
+    "SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET IntervalStyle = 'postgres'; \
+     SET bytea_output = 'hex'; SET extra_float_digits = 3; SET synchronous_commit = on";
+
+/// Opens a session for a run, named `application` (visible in `pg_stat_activity`).
+pub async fn open(spec: &ConnectionSpec, application: &str) -> Result<Session, CasError> {
+    let session = connect(spec, &RUN_SESSION)
+        .await
+        .map_err(|e| CasError::Connect(e.to_string()))?;
+    prepare(session.client(), application).await?;
+    Ok(session)
+}
+
+/// Applies the fixed settings and the application name to a client.
+pub async fn prepare(client: &Client, application: &str) -> Result<(), CasError> {
+    client
+        .batch_execute(SETTINGS)
+        .await
+        .map_err(|e| CasError::db("preparing a session", e))?;
+    client
+        .execute(
+            "SELECT pg_catalog.set_config('application_name', $1, false)",
+            &[&application],
+        )
+        .await
+        .map_err(|e| CasError::db("naming a session", e))?;
+    Ok(())
+}
+
+/// The end of a transaction whose body (ending in `COMMIT`) produced `result`: on an
+/// error, the transaction is rolled back and the error says what was being done.
+pub async fn settle<T>(
+    client: &Client,
+    what: &str,
+    result: Result<T, tokio_postgres::Error>,
+) -> Result<T, CasError> {
+    match result {
+        Ok(value) => Ok(value),
+        Err(e) => {
+            let _ = client.batch_execute("ROLLBACK").await;
+            Err(CasError::db(what.to_owned(), e))
+        }
+    }
+}

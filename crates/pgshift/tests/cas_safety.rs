@@ -1,0 +1,367 @@
+//! Copy-and-swap refuses to swap whenever it could not prove the swap safe: a capture
+//! that was tampered with, a shadow that differs from the source, a lock that is not
+//! granted in time. Every refusal leaves the source in place and the run resumable or
+//! abortable; a second run on the same table is refused at once; a swap that committed
+//! before the process stopped is settled from the catalog.
+
+mod common;
+
+use std::time::Duration;
+
+use common::cas::*;
+use common::*;
+use pgshift::cas::{CasError, Mode, Phase, Silent};
+use pgshift::refusal::RefusalCause;
+
+const SCHEMA: &str = "
+CREATE TABLE items (
+    id bigint PRIMARY KEY,
+    qty int NOT NULL,
+    note text
+);
+CREATE INDEX items_qty_idx ON items (qty);
+INSERT INTO items SELECT g, g % 100, 'note ' || g FROM generate_series(1, 5000) g;
+ANALYZE items;
+";
+
+const CHANGE: &str = "ALTER TABLE items ALTER COLUMN qty TYPE bigint";
+
+fn cause(err: &CasError) -> Option<RefusalCause> {
+    match err {
+        CasError::Refused(r) | CasError::CutoverRefused(r) => Some(r.cause),
+        _ => None,
+    }
+}
+
+/// Each way a capture can stop seeing writes, applied just before the swap.
+const TAMPERING: &[(&str, &str)] = &[
+    ("disabled", "ALTER TABLE items DISABLE TRIGGER pgshift_capture_{run}"),
+    (
+        "origin only",
+        "ALTER TABLE items ENABLE TRIGGER pgshift_capture_{run}",
+    ),
+    (
+        "replica only",
+        "ALTER TABLE items ENABLE REPLICA TRIGGER pgshift_capture_{run}",
+    ),
+    ("dropped", "DROP TRIGGER pgshift_capture_{run} ON items"),
+    (
+        "recreated with WHEN",
+        "DROP TRIGGER pgshift_capture_{run} ON items; \
+         CREATE TRIGGER pgshift_capture_{run} AFTER INSERT OR UPDATE OR DELETE ON items FOR EACH ROW \
+           WHEN (pg_trigger_depth() < 0) EXECUTE FUNCTION pgshift.capture_{run}(); \
+         ALTER TABLE items ENABLE ALWAYS TRIGGER pgshift_capture_{run}",
+    ),
+    (
+        "recreated with a column list",
+        "DROP TRIGGER pgshift_capture_{run} ON items; \
+         CREATE TRIGGER pgshift_capture_{run} AFTER INSERT OR UPDATE OF note OR DELETE ON items FOR EACH ROW \
+           EXECUTE FUNCTION pgshift.capture_{run}(); \
+         ALTER TABLE items ENABLE ALWAYS TRIGGER pgshift_capture_{run}",
+    ),
+    (
+        "function replaced",
+        "CREATE OR REPLACE FUNCTION pgshift.capture_{run}() RETURNS trigger LANGUAGE plpgsql \
+           SECURITY DEFINER AS $$ BEGIN RETURN NULL; END $$",
+    ),
+    (
+        "truncate guard dropped",
+        "DROP TRIGGER pgshift_truncate_{run} ON items",
+    ),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inv_co_4_a_tampered_capture_refuses_the_swap_and_leaves_the_source() {
+    for (label, tamper) in TAMPERING {
+        let db = database("cas_tamper", SCHEMA);
+        let source = oid(&db, "items");
+        let hook_db = db.clone();
+        let tamper = tamper.to_string();
+        let mut hook = Hook::new(Phase::Cutover, move || {
+            let sql = tamper.replace("{run}", &run_id(&hook_db).to_string());
+            cluster().psql(&hook_db, &sql).expect("tampering works");
+            // A write the tampered capture may miss.
+            cluster()
+                .psql(&hook_db, "UPDATE items SET qty = qty + 1 WHERE id = 17")
+                .expect("write");
+        });
+        let err = run(&db, "items", CHANGE, options(Mode::Live), &mut hook)
+            .await
+            .expect_err(label);
+        assert_eq!(
+            cause(&err),
+            Some(RefusalCause::CutoverUnfenced),
+            "{label}: {err}"
+        );
+        assert_eq!(oid(&db, "items"), source, "{label}: the source stays");
+        assert_eq!(value(&db, "SELECT qty FROM items WHERE id = 17"), "18");
+        assert_eq!(run_phase(&db), "failed/verifying", "{label}");
+
+        // Resuming cannot repair a capture that may have missed writes.
+        let again = resume(&db, "items").await.expect_err(label);
+        assert_eq!(
+            cause(&again),
+            Some(RefusalCause::CutoverUnfenced),
+            "{label}: {again}"
+        );
+        // Nor can a new run start while this one is recorded.
+        let second = run(&db, "items", CHANGE, options(Mode::Live), &mut Silent)
+            .await
+            .expect_err(label);
+        assert_eq!(
+            cause(&second),
+            Some(RefusalCause::RunInProgress),
+            "{second}"
+        );
+
+        abort(&db, "items").await.expect("abort");
+        assert_eq!(artifacts(&db), "", "{label}: abort leaves nothing");
+        assert_eq!(oid(&db, "items"), source);
+        assert_eq!(
+            value(&db, "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'items'::regclass AND attname = 'qty'"),
+            "integer"
+        );
+    }
+}
+
+/// A hook that runs `damage` (with `{shadow}` standing for the shadow table) when
+/// verification starts.
+fn damage_shadow(db: &str, damage: &'static str) -> Hook {
+    let db = db.to_owned();
+    Hook::new(Phase::Verifying, move || {
+        let shadow = format!("_pgshift_{}_items", run_id(&db));
+        cluster()
+            .psql(&db, &damage.replace("{shadow}", &shadow))
+            .expect("damaging the shadow");
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inv_co_6_a_shadow_that_differs_from_the_source_fails_verification() {
+    for (label, damage) in [
+        (
+            "changed",
+            "UPDATE {shadow} SET note = 'damaged' WHERE id = 4321",
+        ),
+        ("missing", "DELETE FROM {shadow} WHERE id = 77"),
+        (
+            "extra",
+            "INSERT INTO {shadow} (id, qty, note) VALUES (999999, 1, 'ghost')",
+        ),
+    ] {
+        let db = database("cas_diverge", SCHEMA);
+        let source = oid(&db, "items");
+        let mut hook = damage_shadow(&db, damage);
+        let err = run(&db, "items", CHANGE, options(Mode::Live), &mut hook)
+            .await
+            .expect_err(label);
+        assert!(
+            matches!(err, CasError::Divergence(_)),
+            "{label}: verification fails: {err}"
+        );
+        assert_eq!(oid(&db, "items"), source, "{label}: no swap");
+        assert_eq!(run_phase(&db), "failed/verifying");
+        abort(&db, "items").await.expect("abort");
+        assert_eq!(artifacts(&db), "");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inv_co_7_no_swap_without_a_clean_complete_pass() {
+    // A damaged shadow fails verification; resuming verifies again from scratch and
+    // fails again — the run never swaps on an earlier, partial or repaired pass.
+    let db = database("cas_clean_pass", SCHEMA);
+    let source = oid(&db, "items");
+    let mut hook = damage_shadow(&db, "UPDATE {shadow} SET qty = -1 WHERE id = 4999");
+    let err = run(&db, "items", CHANGE, options(Mode::Live), &mut hook)
+        .await
+        .expect_err("diverged");
+    assert!(matches!(err, CasError::Divergence(_)), "{err}");
+    assert_eq!(value(&db, "SELECT verified FROM pgshift.runs"), "f");
+    let err = resume(&db, "items").await.expect_err("still diverged");
+    assert!(matches!(err, CasError::Divergence(_)), "{err}");
+    assert_eq!(oid(&db, "items"), source);
+
+    // With repair, the diverged chunk is copied again, and a second, clean pass is
+    // what lets the run swap.
+    abort(&db, "items").await.expect("abort");
+    let mut hook = damage_shadow(&db, "UPDATE {shadow} SET qty = -1 WHERE id = 4999");
+    let mut repairing = options(Mode::Live);
+    repairing.repair = true;
+    let report = run(&db, "items", CHANGE, repairing, &mut hook)
+        .await
+        .expect("repaired");
+    assert_eq!(report.verification_passes, 2, "{report:?}");
+    assert_eq!(value(&db, "SELECT qty FROM items WHERE id = 4999"), "99");
+    assert_ne!(oid(&db, "items"), source, "swapped after the clean pass");
+    assert_eq!(artifacts(&db), "");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inv_oc_2_a_second_run_on_the_same_table_is_refused_at_once() {
+    let db = database("cas_one_run", SCHEMA);
+    let mut deferred = options(Mode::Live);
+    deferred.defer_cutover = true;
+    let first_db = db.clone();
+    let first =
+        tokio::spawn(async move { run(&first_db, "items", CHANGE, deferred, &mut Silent).await });
+    wait_for_phase(&db, "ready").await;
+
+    let started = std::time::Instant::now();
+    let second = run(&db, "items", CHANGE, options(Mode::Live), &mut Silent)
+        .await
+        .expect_err("busy");
+    assert!(
+        matches!(second, CasError::Busy { pid: Some(_), .. }),
+        "the holder is named: {second}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "refused without waiting for the first run"
+    );
+    let busy_abort = abort(&db, "items").await.expect_err("busy");
+    assert!(matches!(busy_abort, CasError::Busy { .. }), "{busy_abort}");
+
+    // The deferred run waits in `ready`, kept in step, until asked to swap.
+    cluster()
+        .psql(&db, "INSERT INTO items VALUES (5001, 1, 'while ready')")
+        .expect("write while ready");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(run_phase(&db), "ready");
+    pgshift::cas::request_cutover(&spec(&db), &pgshift_sql::QualifiedName::bare("items"))
+        .await
+        .expect("cutover requested");
+    let report = first.await.expect("task").expect("the run completes");
+    assert_eq!(report.phase, "done");
+    assert_eq!(
+        value(&db, "SELECT note FROM items WHERE id = 5001"),
+        "while ready"
+    );
+    assert_eq!(artifacts(&db), "");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inv_lk_5_a_held_lock_makes_the_swap_give_up_within_its_budget() {
+    let db = database("cas_lock_budget", SCHEMA);
+    let source = oid(&db, "items");
+    let holder = client(&db).await;
+    holder
+        .batch_execute("BEGIN; SELECT count(*) FROM items")
+        .await
+        .expect("holder");
+    let writer = Writer::start(
+        &db,
+        "INSERT INTO items (id, qty, note) VALUES ($1::bigint, 1, 'w')",
+        Duration::from_millis(5),
+    )
+    .await;
+    let mut budget = options(Mode::Live);
+    budget.cutover.lock_timeout_ms = 200;
+    budget.cutover.attempts = 3;
+    let err = run(&db, "items", CHANGE, budget, &mut Silent)
+        .await
+        .expect_err("the lock is held");
+    let inserts = writer.stop().await;
+    assert_eq!(
+        cause(&err),
+        Some(RefusalCause::LockBudgetExhausted),
+        "{err}"
+    );
+    assert_eq!(oid(&db, "items"), source, "the source is untouched");
+    assert_eq!(inserts.failed, 0, "writers were never refused: {inserts:?}");
+    assert_eq!(run_phase(&db), "failed/verifying");
+
+    // Once the holder lets go, the run resumes, verifies again and swaps.
+    holder.batch_execute("COMMIT").await.expect("release");
+    let report = resume(&db, "items").await.expect("resumes");
+    assert_eq!(report.phase, "done");
+    let swap = report.swap.expect("swapped");
+    assert_eq!(swap.attempts, 1);
+    assert_eq!(
+        value(&db, "SELECT count(*) FROM items"),
+        (5000 + inserts.committed).to_string()
+    );
+    assert_eq!(artifacts(&db), "");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inv_st_3_a_swap_that_committed_is_settled_from_the_catalog() {
+    // The run stops after the swap committed (its clean-up cannot take a lock held
+    // here); resuming reads from the catalog that the swap happened and only finishes.
+    let db = database("cas_settled", SCHEMA);
+    let source = oid(&db, "items");
+    let holder = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let (hook_db, slot) = (db.clone(), holder.clone());
+    let mut hook = Hook::new(Phase::Cutover, move || {
+        // The swap starts only once the change log is held.
+        let id = run_id(&hook_db);
+        let held = LockHolder::hold(
+            &hook_db,
+            &format!("BEGIN; LOCK TABLE pgshift.log_{id} IN ACCESS SHARE MODE"),
+        );
+        *slot.lock().expect("slot") = Some(held);
+    });
+    let err = run(&db, "items", CHANGE, options(Mode::Live), &mut hook)
+        .await
+        .expect_err("clean-up cannot finish");
+    assert!(
+        matches!(err, CasError::Database { .. }),
+        "the clean-up failed: {err}"
+    );
+    assert_ne!(oid(&db, "items"), source, "the swap committed");
+    assert_eq!(run_phase(&db), "failed/cutover");
+    let held = holder
+        .lock()
+        .expect("slot")
+        .take()
+        .expect("the log was held");
+    held.release();
+
+    let report = resume(&db, "items").await.expect("finishes");
+    assert!(report.settled_from_catalog, "{report:?}");
+    assert!(report.swap.is_none(), "no second swap");
+    assert_eq!(report.phase, "done");
+    assert_eq!(value(&db, "SELECT count(*) FROM items"), "5000");
+    assert_eq!(
+        value(&db, "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'items'::regclass AND attname = 'qty'"),
+        "bigint"
+    );
+    assert_eq!(artifacts(&db), "");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_cannot_be_carried_through_a_swap_is_refused_before_anything_is_created() {
+    let db = database(
+        "cas_preflight",
+        "CREATE TABLE nokey (a int);
+         CREATE UNLOGGED TABLE scratch (id int PRIMARY KEY, v int);
+         CREATE TABLE parted (id int PRIMARY KEY, v int) PARTITION BY RANGE (id);
+         CREATE TABLE parted_a PARTITION OF parted FOR VALUES FROM (0) TO (10);
+         CREATE TABLE ruled (id int PRIMARY KEY, v int);
+         CREATE RULE ruled_notify AS ON INSERT TO ruled DO ALSO NOTIFY ruled;
+         CREATE TABLE parent (id int PRIMARY KEY, v int);
+         CREATE TABLE child (extra int) INHERITS (parent);
+         CREATE TABLE summarized (id int PRIMARY KEY, v int);
+         CREATE MATERIALIZED VIEW summary AS SELECT count(*) FROM summarized;
+         CREATE VIEW plain AS SELECT 1 AS one;",
+    );
+    for (table, expected) in [
+        ("nokey", RefusalCause::NoUsableKey),
+        ("scratch", RefusalCause::NonPermanentTable),
+        ("parted_a", RefusalCause::RewriteUnsupported),
+        ("ruled", RefusalCause::RewriteUnsupported),
+        ("parent", RefusalCause::RewriteUnsupported),
+        ("child", RefusalCause::RewriteUnsupported),
+        ("summarized", RefusalCause::DependentMaterializedView),
+        ("plain", RefusalCause::WrongRelationKind),
+        ("missing", RefusalCause::TableMissing),
+    ] {
+        let sql = format!("ALTER TABLE {table} ALTER COLUMN v TYPE bigint");
+        let err = run(&db, table, &sql, options(Mode::Live), &mut Silent)
+            .await
+            .expect_err(table);
+        assert_eq!(cause(&err), Some(expected), "{table}: {err}");
+    }
+    assert_eq!(value(&db, "SELECT count(*) FROM pgshift.runs"), "0");
+    assert_eq!(artifacts(&db), "");
+}
