@@ -11,7 +11,9 @@ Exit codes:
   2  lint: at least one error-severity finding; plan: a statement would be refused;
      apply: refused, nothing committed; migrate: stopped at a refused file, or an
      applied file changed, or another runner holds the lock
-  3  apply/migrate: done, through a blocking form accepted with --allow-blocking";
+  3  apply/migrate: done, through a blocking form accepted with --allow-blocking
+status/resume/abort/cutover: 0 done; 1 failed or could not connect; 2 refused
+(nothing swapped: a busy table, a run in the wrong state, a refusal)";
 
 /// pgshift: run any schema change on a live PostgreSQL table the safest way that
 /// exists, or refuse with a reason.
@@ -60,9 +62,121 @@ pub enum Command {
     /// through the engine, with a history table in the schema `pgshift`.
     #[command(after_help = EXIT_CODES)]
     Migrate(MigrateArgs),
-    /// Start a throwaway local PostgreSQL, load a relay-like schema, and show `plan`
-    /// and `lint` on a few changes; then remove it.
+    /// List copy-and-swap runs recorded in the database (`pgshift.runs`), newest first.
+    #[command(after_help = EXIT_CODES)]
+    Status(StatusArgs),
+    /// Continue the stopped copy-and-swap run of a table from its checkpoint.
+    #[command(after_help = EXIT_CODES)]
+    Resume(RunTableArgs),
+    /// Remove every artifact of a table's copy-and-swap run (shadow, triggers, change
+    /// log, functions) and mark it aborted; refused once the swap has committed.
+    #[command(after_help = EXIT_CODES)]
+    Abort(RunTableArgs),
+    /// Let a run started with --defer-cutover swap now (it re-checks everything first).
+    #[command(after_help = EXIT_CODES)]
+    Cutover(RunTableArgs),
+    /// Start a throwaway local PostgreSQL, load the relay workload, and rewrite its
+    /// partitioned `events` table online under live writers; then remove it.
     Demo(DemoArgs),
+}
+
+/// `pgshift status`.
+#[derive(Debug, clap::Args)]
+pub struct StatusArgs {
+    /// libpq connection URL or key=value string.
+    #[arg(long, env = "PGSHIFT_URL", value_name = "URL", hide_env_values = true)]
+    pub url: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+/// `pgshift resume|abort|cutover TABLE`.
+#[derive(Debug, clap::Args)]
+pub struct RunTableArgs {
+    /// libpq connection URL or key=value string.
+    #[arg(long, env = "PGSHIFT_URL", value_name = "URL", hide_env_values = true)]
+    pub url: Option<String>,
+    /// The table of the run (`table` or `schema.table`).
+    #[arg(value_name = "TABLE")]
+    pub table: String,
+    /// Output format (progress goes to stderr either way).
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+/// How copy-and-swap handles writes during a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    /// Writes continue; a capture trigger logs every changed key.
+    Live,
+    /// The application has stopped writing; any write is refused (SQLSTATE 55006).
+    Quiesced,
+}
+
+/// What to do when verification finds the shadow different from the source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DivergenceArg {
+    /// Stop the run (resume or abort it later).
+    Abort,
+    /// Copy the diverged chunks again and verify everything again.
+    Repair,
+}
+
+/// Options of copy-and-swap runs.
+#[derive(Debug, clap::Args)]
+pub struct CasArgs {
+    /// live: writes continue during the rewrite; quiesced: writes are refused.
+    #[arg(long, value_enum, default_value_t = ModeArg::Live)]
+    pub mode: ModeArg,
+    /// Parallel copy sessions.
+    #[arg(long, default_value_t = 2, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=32))]
+    pub workers: u16,
+    /// Target duration of one copy chunk (ms); chunk sizes adapt toward it.
+    #[arg(long, default_value_t = 500, value_name = "MS", value_parser = clap::value_parser!(u64).range(10..=60_000))]
+    pub chunk_target_ms: u64,
+    /// lock_timeout of the swap's ACCESS EXCLUSIVE request (ms): the longest writers
+    /// queue behind it per attempt.
+    #[arg(long, default_value_t = 1_000, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    pub cutover_lock_timeout_ms: u64,
+    /// Attempts to take the swap's lock before giving up (the source stays).
+    #[arg(long, default_value_t = 10, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000))]
+    pub cutover_attempts: u32,
+    /// Keep the old table after the swap, renamed `_pgshift_old_<run>_<name>`.
+    #[arg(long)]
+    pub keep_old: bool,
+    /// On a verification divergence: stop, or repair and verify again.
+    #[arg(long, value_enum, default_value_t = DivergenceArg::Abort)]
+    pub on_divergence: DivergenceArg,
+    /// After a clean verification, keep the shadow in step and wait for
+    /// `pgshift cutover TABLE` before swapping.
+    #[arg(long)]
+    pub defer_cutover: bool,
+}
+
+impl CasArgs {
+    /// The run options these flags state.
+    pub fn options(&self) -> pgshift::cas::RunOptions {
+        pgshift::cas::RunOptions {
+            mode: match self.mode {
+                ModeArg::Live => pgshift::cas::Mode::Live,
+                ModeArg::Quiesced => pgshift::cas::Mode::Quiesced,
+            },
+            workers: usize::from(self.workers),
+            chunk_target_ms: self.chunk_target_ms,
+            first_chunk_rows: 5_000,
+            cutover: pgshift::cas::CutoverBudgets {
+                lock_timeout_ms: self.cutover_lock_timeout_ms,
+                attempts: self.cutover_attempts,
+                backoff_initial_ms: 100,
+                backoff_max_ms: 5_000,
+                max_drain: 50_000,
+            },
+            keep_old: self.keep_old,
+            repair: self.on_divergence == DivergenceArg::Repair,
+            defer_cutover: self.defer_cutover,
+        }
+    }
 }
 
 /// `pgshift lint`.
@@ -185,6 +299,9 @@ pub struct ApplyArgs {
     /// Budgets.
     #[command(flatten)]
     pub budgets: BudgetArgs,
+    /// Copy-and-swap.
+    #[command(flatten, next_help_heading = "Copy-and-swap")]
+    pub cas: CasArgs,
     /// The largest file read, in bytes.
     #[arg(long, default_value_t = pgshift::source::DEFAULT_MAX_FILE_BYTES, value_name = "BYTES")]
     pub max_file_bytes: u64,
@@ -218,6 +335,9 @@ pub struct MigrateArgs {
     /// Budgets.
     #[command(flatten)]
     pub budgets: BudgetArgs,
+    /// Copy-and-swap.
+    #[command(flatten, next_help_heading = "Copy-and-swap")]
+    pub cas: CasArgs,
     /// The largest file read, in bytes.
     #[arg(long, default_value_t = pgshift::source::DEFAULT_MAX_FILE_BYTES, value_name = "BYTES")]
     pub max_file_bytes: u64,

@@ -77,18 +77,42 @@ fn apply_exit_codes_follow_the_outcome() {
     let (cluster, db) = database(SCHEMA);
     let url = cluster.connection_string(&db);
     let rewrite = "ALTER TABLE items ALTER COLUMN qty TYPE bigint";
-    let refused = pgshift(&["apply", "--url", &url, "--sql", rewrite]);
-    assert_eq!(refused.code, 2, "{}", refused.stdout);
+    let online = pgshift(&["apply", "--url", &url, "--sql", rewrite]);
+    assert_eq!(online.code, 0, "{}\n{}", online.stdout, online.stderr);
     assert!(
-        refused.stdout.contains("copy-and-swap-unavailable"),
+        online.stdout.contains("ACCESS EXCLUSIVE held")
+            && online
+                .stdout
+                .contains("Done online: 1 of 1 steps committed."),
+        "a rewrite runs through copy-and-swap: {}",
+        online.stdout
+    );
+    assert!(
+        online.stderr.contains("copy-and-swap: copying"),
+        "its phases are shown on stderr: {}",
+        online.stderr
+    );
+    cluster
+        .psql(
+            &db,
+            "CREATE TABLE keyless (v int); INSERT INTO keyless VALUES (1)",
+        )
+        .expect("a table without a key");
+    let refused = pgshift(&[
+        "apply",
+        "--url",
+        &url,
+        "--sql",
+        "ALTER TABLE keyless ALTER COLUMN v TYPE bigint",
+    ]);
+    assert_eq!(refused.code, 2, "{}\n{}", refused.stdout, refused.stderr);
+    assert!(
+        refused.stdout.contains("REFUSED: nothing ran.")
+            && refused.stdout.contains("no-usable-key"),
         "{}",
         refused.stdout
     );
-    assert!(
-        refused.stdout.contains("--allow-blocking items"),
-        "{}",
-        refused.stdout
-    );
+    let rewrite = "ALTER TABLE items ALTER COLUMN qty TYPE integer";
     let blocking = pgshift(&[
         "apply",
         "--url",

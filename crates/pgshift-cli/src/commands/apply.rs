@@ -1,7 +1,7 @@
 //! `pgshift apply`: run a migration file (or SQL) the safest way that exists.
 
 use pgshift::connect::{connect, ConnectionSpec, Session, SessionBudgets};
-use pgshift::exec::{apply, ApplyOptions, Outcome, Sessions, TokioSleeper};
+use pgshift::exec::{apply, ApplyOptions, CasSettings, Outcome, Sessions, TokioSleeper};
 use pgshift::plan::{plan, PlanInput};
 use pgshift::report::{self, ApplyReport, ApplySummary};
 use pgshift::script::TransactionMode;
@@ -22,17 +22,10 @@ pub(crate) const APPLY_SESSION: SessionBudgets = SessionBudgets {
 
 /// Runs `pgshift apply` and returns the exit code.
 pub fn run(args: &ApplyArgs) -> u8 {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(err) => {
-            eprintln!("pgshift: cannot start the async runtime: {err}");
-            return exit::INPUT_ERROR;
-        }
-    };
-    runtime.block_on(run_async(args))
+    match super::runtime() {
+        Some(runtime) => runtime.block_on(run_async(args)),
+        None => exit::INPUT_ERROR,
+    }
 }
 
 /// A table name from the command line: `table`, `schema.table`, with optional double
@@ -123,8 +116,19 @@ async fn run_async(args: &ApplyArgs) -> u8 {
     let options = ApplyOptions {
         budgets,
         allow_blocking: args.allow_blocking.iter().map(|t| table_name(t)).collect(),
+        copy_and_swap: Some(CasSettings {
+            spec: spec.clone(),
+            options: args.cas.options(),
+        }),
     };
-    let verdict = run_apply(&session, monitor.as_ref(), &file.script, &options).await;
+    let verdict = run_apply(
+        &session,
+        monitor.as_ref(),
+        &file.script,
+        &options,
+        args.format == Format::Json,
+    )
+    .await;
     let code = exit_code(verdict.outcome);
     let report = ApplyReport {
         format_version: report::FORMAT_VERSION,
@@ -150,13 +154,14 @@ async fn run_apply(
     monitor: Option<&Session>,
     script: &pgshift::script::Script,
     options: &ApplyOptions,
+    json: bool,
 ) -> pgshift::exec::ApplyVerdict {
     let sessions = Sessions {
         main: session.client(),
         monitor: monitor.map(Session::client),
         user_search_path: session.user_search_path(),
     };
-    let mut progress = render::ProgressDisplay::new();
+    let mut progress = render::ProgressDisplay::new(json);
     apply(&sessions, script, options, &TokioSleeper, &mut progress).await
 }
 

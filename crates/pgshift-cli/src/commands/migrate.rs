@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use pgshift::connect::{connect, ConnectionSpec, SessionBudgets};
-use pgshift::exec::{ApplyOptions, TokioSleeper};
+use pgshift::exec::{ApplyOptions, CasSettings, TokioSleeper};
 use pgshift::migrate::{migrate, MigrateError, MigrateOptions, MigrateOutcome, MigrateVerdict};
 use pgshift::report;
 use serde::Serialize;
@@ -27,17 +27,10 @@ struct MigrateReport<'a> {
 
 /// Runs `pgshift migrate` and returns the exit code.
 pub fn run(args: &MigrateArgs) -> u8 {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(err) => {
-            eprintln!("pgshift: cannot start the async runtime: {err}");
-            return exit::INPUT_ERROR;
-        }
-    };
-    runtime.block_on(run_async(args))
+    match super::runtime() {
+        Some(runtime) => runtime.block_on(run_async(args)),
+        None => exit::INPUT_ERROR,
+    }
 }
 
 async fn run_async(args: &MigrateArgs) -> u8 {
@@ -68,13 +61,17 @@ async fn run_async(args: &MigrateArgs) -> u8 {
         apply: ApplyOptions {
             budgets,
             allow_blocking: args.allow_blocking.iter().map(|t| table_name(t)).collect(),
+            copy_and_swap: Some(CasSettings {
+                spec: spec.clone(),
+                options: args.cas.options(),
+            }),
         },
         allow_gaps: args.allow_gaps,
         allow_out_of_order: args.allow_out_of_order,
         dry_run: args.dry_run,
         max_file_bytes: args.max_file_bytes,
     };
-    let mut progress = render::ProgressDisplay::new();
+    let mut progress = render::ProgressDisplay::new(args.format == Format::Json);
     let result = migrate(
         &session,
         monitor.as_ref(),

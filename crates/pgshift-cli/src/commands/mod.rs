@@ -6,6 +6,7 @@ mod inputs;
 mod lint;
 mod migrate;
 pub(crate) mod plan;
+mod runs;
 
 use std::process::ExitCode;
 
@@ -19,9 +20,29 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Plan(args) => plan::run(&args),
         Command::Apply(args) => apply::run(&args),
         Command::Migrate(args) => migrate::run(&args),
+        Command::Status(args) => runs::status(&args),
+        Command::Resume(args) => runs::resume(&args),
+        Command::Abort(args) => runs::abort(&args),
+        Command::Cutover(args) => runs::cutover(&args),
         Command::Demo(args) => demo::run(&args),
     };
     ExitCode::from(code)
+}
+
+/// The async runtime of commands that talk to a server: two worker threads, so a
+/// copy-and-swap run's copy sessions, applier and progress do not wait on each other.
+pub(crate) fn runtime() -> Option<tokio::runtime::Runtime> {
+    match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => Some(runtime),
+        Err(err) => {
+            eprintln!("pgshift: cannot start the async runtime: {err}");
+            None
+        }
+    }
 }
 
 impl From<TransactionModeArg> for TransactionMode {

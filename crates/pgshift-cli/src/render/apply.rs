@@ -88,6 +88,29 @@ pub fn apply(report: &ApplyReport, script: &Script) -> String {
                 for cleanup in &r.cleanups {
                     let _ = writeln!(out, "      {cleanup}");
                 }
+                if let Some(cas) = &result.copy_and_swap {
+                    if cas.found_done {
+                        let _ = writeln!(
+                            out,
+                            "      its copy-and-swap run {} had already finished",
+                            cas.run.unwrap_or_default()
+                        );
+                    } else if cas.resumed {
+                        let _ = writeln!(
+                            out,
+                            "      resumed copy-and-swap run {}",
+                            cas.run.unwrap_or_default()
+                        );
+                    }
+                    if let Some(run) = &cas.report {
+                        for line in super::cas_report(run).lines() {
+                            let _ = writeln!(out, "      {line}");
+                        }
+                    }
+                    if let Some(next) = &cas.next {
+                        let _ = writeln!(out, "      next: {next}");
+                    }
+                }
             }
             (None, Some(skipped)) => {
                 let _ = writeln!(out, "      not run: {skipped}");

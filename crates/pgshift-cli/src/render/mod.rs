@@ -2,12 +2,16 @@
 //! place JSON is printed.
 
 mod apply;
+mod cas_progress;
+mod cas_report;
 mod findings;
 mod migrate;
 mod plan;
 mod progress;
 
 pub use apply::apply;
+pub use cas_progress::{CasView, Style as ProgressStyle};
+pub use cas_report::cas_report;
 pub use findings::{finding, lint_summary, no_statements_finding};
 pub use migrate::migrate;
 pub use plan::plan;

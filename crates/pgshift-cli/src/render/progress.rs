@@ -4,24 +4,41 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
+use pgshift::cas::CasProgress;
 use pgshift::exec::{BuildProgress, Progress, Unit, UnitResult};
+use serde_json::json;
+
+use super::cas_progress::{CasView, Style};
 
 /// Shows apply progress on stderr.
 pub struct ProgressDisplay {
     terminal: bool,
+    json: bool,
     bar: Option<ProgressBar>,
     /// Without a terminal: the last phase and tenth printed, so a line appears only
     /// when either changes.
     last_line: Option<(String, i64)>,
+    /// Copy-and-swap units report here.
+    cas: CasView,
 }
 
 impl ProgressDisplay {
-    /// A display for this process's stderr.
-    pub fn new() -> Self {
+    /// A display for this process's stderr; `json`: one JSON object per line.
+    pub fn new(json: bool) -> Self {
+        let terminal = !json && std::io::stderr().is_terminal();
+        let style = if json {
+            Style::Json
+        } else if terminal {
+            Style::Bar
+        } else {
+            Style::Lines
+        };
         ProgressDisplay {
-            terminal: std::io::stderr().is_terminal(),
+            terminal,
+            json,
             bar: None,
             last_line: None,
+            cas: CasView::new(style),
         }
     }
 }
@@ -38,8 +55,18 @@ fn first_line(unit: &Unit) -> String {
 
 impl Progress for ProgressDisplay {
     fn started(&mut self, index: usize, total: usize, unit: &Unit) {
+        if self.json {
+            eprintln!(
+                "{}",
+                json!({"event": "unit-started", "unit": index + 1, "units": total, "sql": first_line(unit),
+                       "copy_and_swap": unit.copy_and_swap.as_ref().map(ToString::to_string)})
+            );
+            return;
+        }
         let label = format!("[{}/{}] {}", index + 1, total, first_line(unit));
-        if self.terminal {
+        if unit.copy_and_swap.is_some() {
+            eprintln!("{label}: copy-and-swap");
+        } else if self.terminal {
             let bar = ProgressBar::new(1000);
             bar.set_style(
                 ProgressStyle::with_template("{spinner} {msg} {elapsed}")
@@ -54,6 +81,13 @@ impl Progress for ProgressDisplay {
     }
 
     fn build(&mut self, progress: BuildProgress) {
+        if self.json {
+            eprintln!(
+                "{}",
+                json!({"event": "build", "phase": progress.phase, "fraction": progress.fraction()})
+            );
+            return;
+        }
         let percent = progress
             .fraction()
             .map_or_else(String::new, |f| format!(" {:.0}%", f * 100.0));
@@ -90,6 +124,17 @@ impl Progress for ProgressDisplay {
             (None, Some(s)) => format!("not run: {s}"),
             (None, None) => "not run".to_owned(),
         };
-        eprintln!("[{}/{}] {status}", index + 1, total);
+        if self.json {
+            eprintln!(
+                "{}",
+                json!({"event": "unit-finished", "unit": index + 1, "units": total, "status": status})
+            );
+        } else {
+            eprintln!("[{}/{}] {status}", index + 1, total);
+        }
+    }
+
+    fn copy_and_swap(&mut self) -> Option<&mut dyn CasProgress> {
+        Some(&mut self.cas)
     }
 }

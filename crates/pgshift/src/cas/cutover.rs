@@ -22,7 +22,7 @@ use crate::refusal::{Refusal, RefusalCause};
 use pgshift_sql::{quote_ident, QualifiedName};
 
 /// What the swap did.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct SwapReport {
     /// Attempts to take the lock.
     pub attempts: u32,

@@ -26,5 +26,8 @@ pub mod verify;
 
 pub use error::CasError;
 pub use plan::{CutoverBudgets, Mode, RunOptions};
-pub use run::{abort, request_cutover, resume, start, status, CasProgress, RunReport, Silent};
+pub use run::{
+    abort, request_cutover, resume, resume_id, start, start_request, status, CasProgress,
+    CutoverRequest, Request, RunReport, Silent,
+};
 pub use store::{Phase, RunRecord};

@@ -119,6 +119,10 @@ pub struct RunPlan {
     pub indexes: Vec<ShadowIndex>,
     /// Constraints added after the copy.
     pub constraints: Vec<ShadowConstraint>,
+    /// The `search_path` the user's statement was written for (its own expressions and
+    /// type names are resolved with it, after `pg_catalog`).
+    #[serde(default)]
+    pub search_path: Vec<String>,
 }
 
 impl RunPlan {

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::sync::Mutex;
 use tokio_postgres::Client;
 
@@ -54,14 +54,14 @@ impl CasProgress for Silent {
 }
 
 /// What a run did.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunReport {
     /// The run's number.
     pub run: i64,
     /// The table.
     pub table: String,
     /// How it ended.
-    pub phase: &'static str,
+    pub phase: String,
     /// Rows copied (by this process).
     pub rows_copied: i64,
     /// Rows verified.
@@ -83,8 +83,25 @@ pub struct RunReport {
     pub settled_from_catalog: bool,
 }
 
-/// Starts a run for `statement` on the table `table` (as written), and carries it to
-/// its end (or to `ready`, with a deferred cutover).
+/// What a run is asked to do.
+#[derive(Clone, Copy, Debug)]
+pub struct Request<'a> {
+    /// The statement (an `ALTER TABLE`, or a rebuild: `VACUUM FULL`, `CLUSTER`).
+    pub statement: &'a Statement,
+    /// The table, as written.
+    pub table: &'a QualifiedName,
+    /// The `search_path` the statement was written for (empty: the role's own). The
+    /// table is resolved with it and the statement runs on the shadow with it (after
+    /// `pg_catalog`, so built-in names cannot be shadowed).
+    pub search_path: &'a [String],
+    /// A label recorded with the run (a migration's unit), so that its caller can find
+    /// the run again after a crash.
+    pub label: Option<&'a str>,
+}
+
+/// Starts a run for `statement` on the table `table` (as written, resolved with the
+/// role's `search_path`), and carries it to its end (or to `ready`, with a deferred
+/// cutover).
 pub async fn start(
     spec: &ConnectionSpec,
     statement: &Statement,
@@ -92,10 +109,31 @@ pub async fn start(
     options: RunOptions,
     progress: &mut dyn CasProgress,
 ) -> Result<RunReport, CasError> {
+    let request = Request {
+        statement,
+        table,
+        search_path: &[],
+        label: None,
+    };
+    start_request(spec, request, options, progress).await
+}
+
+/// Starts a run as `request` describes and carries it to its end.
+pub async fn start_request(
+    spec: &ConnectionSpec,
+    request: Request<'_>,
+    options: RunOptions,
+    progress: &mut dyn CasProgress,
+) -> Result<RunReport, CasError> {
     let runner = session::open(spec, "pgshift").await?;
-    let oid = resolve(&runner, table).await?;
+    let search_path = if request.search_path.is_empty() {
+        runner.user_search_path().to_vec()
+    } else {
+        request.search_path.to_vec()
+    };
+    let oid = resolve(&runner, request.table, &search_path).await?;
     lock_table(runner.client(), oid).await?;
-    let result = start_locked(spec, &runner, oid, statement, options, progress).await;
+    let result = start_locked(spec, &runner, oid, request, &search_path, options, progress).await;
     unlock_table(runner.client(), oid).await;
     result
 }
@@ -104,10 +142,12 @@ async fn start_locked(
     spec: &ConnectionSpec,
     runner: &Session,
     oid: u32,
-    statement: &Statement,
+    request: Request<'_>,
+    search_path: &[String],
     options: RunOptions,
     progress: &mut dyn CasProgress,
 ) -> Result<RunReport, CasError> {
+    let statement = request.statement;
     let client = runner.client();
     store::ensure(client).await?;
     if let Some(active) = store::active_for(client, oid).await? {
@@ -139,6 +179,7 @@ async fn start_locked(
         shadow_key_name: String::new(),
         indexes: Vec::new(),
         constraints: Vec::new(),
+        search_path: search_path.to_vec(),
         source: facts,
     };
     let name = &plan.source.table.name;
@@ -149,7 +190,7 @@ async fn start_locked(
         &name.name,
         &statement.text,
         &plan,
-        plan.options.defer_cutover,
+        request.label,
     )
     .await?;
     let names = plan.names();
@@ -180,8 +221,30 @@ pub async fn resume(
 ) -> Result<RunReport, CasError> {
     let runner = session::open(spec, "pgshift").await?;
     let oid = resolve_any(&runner, table).await?;
-    lock_table(runner.client(), oid).await?;
-    let result = resume_locked(spec, &runner, oid, table, progress).await;
+    resume_oid(spec, &runner, oid, &table.to_string(), progress).await
+}
+
+/// Continues run `id` (which must be the active run of its table).
+pub async fn resume_id(
+    spec: &ConnectionSpec,
+    id: i64,
+    progress: &mut dyn CasProgress,
+) -> Result<RunReport, CasError> {
+    let runner = session::open(spec, "pgshift").await?;
+    store::ensure(runner.client()).await?;
+    let record = store::by_id(runner.client(), id).await?;
+    resume_oid(spec, &runner, record.source_oid, &record.source, progress).await
+}
+
+async fn resume_oid(
+    spec: &ConnectionSpec,
+    runner: &Session,
+    oid: u32,
+    table: &str,
+    progress: &mut dyn CasProgress,
+) -> Result<RunReport, CasError> {
+    lock_table_after_stop(runner.client(), oid).await?;
+    let result = resume_locked(spec, runner, oid, table, progress).await;
     unlock_table(runner.client(), oid).await;
     result
 }
@@ -190,7 +253,7 @@ async fn resume_locked(
     spec: &ConnectionSpec,
     runner: &Session,
     oid: u32,
-    table: &QualifiedName,
+    table: &str,
     progress: &mut dyn CasProgress,
 ) -> Result<RunReport, CasError> {
     let client = runner.client();
@@ -213,22 +276,50 @@ async fn resume_locked(
     drive(spec, runner, record, progress).await
 }
 
-/// Asks the active run of `table` (waiting in `ready`) to swap.
+/// The answer to a cutover request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct CutoverRequest {
+    /// The run asked to swap.
+    pub run: i64,
+    /// Whether a process is running it now (it swaps within a second); if not, the
+    /// swap happens when the run is resumed.
+    pub running: bool,
+}
+
+/// Asks the active run of `table` (started with a deferred cutover) to swap.
 pub async fn request_cutover(
     spec: &ConnectionSpec,
     table: &QualifiedName,
-) -> Result<i64, CasError> {
+) -> Result<CutoverRequest, CasError> {
     let runner = session::open(spec, "pgshift").await?;
     let oid = resolve_any(&runner, table).await?;
     let record = store::active_for(runner.client(), oid)
         .await?
         .ok_or_else(|| CasError::NoSuchRun(format!("active run for {table}")))?;
+    if !record.defer_cutover {
+        return Err(CasError::WrongState {
+            run: record.id,
+            state: record.phase.name().to_owned(),
+            what: "it was not started with --defer-cutover; it swaps on its own".to_owned(),
+        });
+    }
     store::request_cutover(runner.client(), record.id).await?;
-    Ok(record.id)
+    // Nobody running it: the lock is free (taken and given back at once).
+    let running = match lock_table(runner.client(), oid).await {
+        Ok(()) => {
+            unlock_table(runner.client(), oid).await;
+            false
+        }
+        Err(_) => true,
+    };
+    Ok(CutoverRequest {
+        run: record.id,
+        running,
+    })
 }
 
-/// Removes every artifact of the active run of `table` and marks it aborted. Refused
-/// once the swap has committed.
+/// Removes every artifact of the active run of `table`, its checkpoint row included.
+/// Refused once the swap has committed.
 pub async fn abort(spec: &ConnectionSpec, table: &QualifiedName) -> Result<i64, CasError> {
     let runner = session::open(spec, "pgshift").await?;
     let client = runner.client();
@@ -237,7 +328,7 @@ pub async fn abort(spec: &ConnectionSpec, table: &QualifiedName) -> Result<i64, 
     let record = store::active_for(client, oid)
         .await?
         .ok_or_else(|| CasError::NoSuchRun(format!("active run for {table}")))?;
-    lock_table(client, oid).await?;
+    lock_table_after_stop(client, oid).await?;
     let result = abort_locked(client, &record).await;
     unlock_table(client, oid).await;
     result
@@ -253,7 +344,8 @@ async fn abort_locked(client: &Client, record: &RunRecord) -> Result<i64, CasErr
     }
     terminate_copiers(client, &record.plan).await?;
     remove_artifacts(client, &record.plan).await?;
-    store::set_phase(client, record.id, Phase::Aborted).await?;
+    // The checkpoint goes too: nothing of an aborted run stays behind.
+    store::delete(client, record.id).await?;
     Ok(record.id)
 }
 
@@ -309,15 +401,17 @@ fn preflight(facts: &SourceFacts) -> Result<(), CasError> {
     Ok(())
 }
 
-/// The OID of the table a name denotes for the user (a table or partitioned table).
-async fn resolve(session: &Session, table: &QualifiedName) -> Result<u32, CasError> {
-    let snapshot = crate::catalog::read_snapshot(
-        session.client(),
-        std::slice::from_ref(table),
-        session.user_search_path(),
-    )
-    .await
-    .map_err(|e| CasError::Record(e.to_string()))?;
+/// The OID of the table a name denotes with `search_path` (a table or partitioned
+/// table).
+async fn resolve(
+    session: &Session,
+    table: &QualifiedName,
+    search_path: &[String],
+) -> Result<u32, CasError> {
+    let snapshot =
+        crate::catalog::read_snapshot(session.client(), std::slice::from_ref(table), search_path)
+            .await
+            .map_err(|e| CasError::Record(e.to_string()))?;
     match snapshot.lookup(table) {
         crate::catalog::Lookup::Found(facts) if facts.kind.is_table() => Ok(facts.oid),
         crate::catalog::Lookup::Found(facts) => Err(CasError::Refused(Refusal::new(
@@ -347,7 +441,7 @@ async fn resolve_any(session: &Session, table: &QualifiedName) -> Result<u32, Ca
         .map_err(|e| CasError::db("finding the run", e))?;
     match row {
         Some(row) => Ok(row.get(0)),
-        None => resolve(session, table).await,
+        None => resolve(session, table, session.user_search_path()).await,
     }
 }
 
@@ -382,6 +476,27 @@ async fn lock_table(client: &Client, oid: u32) -> Result<(), CasError> {
         pid: holder,
     })
 }
+
+/// Takes the per-table lock for `resume` or `abort`, which often follow a process that
+/// was just killed: its backend holds the lock until it notices the client is gone
+/// (within about a second, `client_connection_check_interval`, or when its current
+/// statement ends). Waits for that at most [`AFTER_STOP_WAIT`], then refuses like
+/// [`lock_table`], naming the holder.
+async fn lock_table_after_stop(client: &Client, oid: u32) -> Result<(), CasError> {
+    let deadline = Instant::now() + AFTER_STOP_WAIT;
+    loop {
+        match lock_table(client, oid).await {
+            Err(CasError::Busy { .. }) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// How long `resume` and `abort` wait for the backend of a stopped process to let go
+/// of the table.
+pub const AFTER_STOP_WAIT: Duration = Duration::from_secs(15);
 
 /// Releases the per-table lock before the session closes, so that a command run right
 /// after this one returns never finds the lock still held by a closing backend.
@@ -529,7 +644,7 @@ async fn drive(
     let mut report = RunReport {
         run: record.id,
         table: plan.source.table.name.to_string(),
-        phase: "running",
+        phase: "running".to_owned(),
         rows_copied: 0,
         rows_verified: 0,
         verification_passes: 0,
@@ -556,6 +671,9 @@ async fn drive(
         finish(client, &plan, &mut report, progress).await?;
         return Ok(report);
     }
+    // A process that stopped may have left statements running (a chunk, an index
+    // build, an apply): they end before this one starts its own.
+    terminate_earlier_sessions(client, &plan).await?;
     ensure_capture(client, &plan).await?;
     let statements = Statements::new(&plan);
     let copy_done = record.copy_finished;
@@ -755,27 +873,44 @@ async fn resume_copy(
     Ok(())
 }
 
-/// Ends (and waits out) the chunk transactions of an earlier process of this run (run
-/// numbers are per database: only this database's sessions).
+/// Ends (and waits out) the sessions of an earlier process of this run — copy, index
+/// and applier sessions, whose statements a killed process leaves running until they
+/// end (run numbers are per database: only this database's sessions).
+async fn terminate_earlier_sessions(client: &Client, plan: &RunPlan) -> Result<(), CasError> {
+    let names = plan.names();
+    let applications = vec![
+        names.copy_application(),
+        format!("pgshift-index-{}", plan.run),
+        format!("pgshift-apply-{}", plan.run),
+    ];
+    terminate_sessions(client, &applications).await
+}
+
+/// Ends (and waits out) the copy sessions of an earlier process (its chunk
+/// transactions).
 async fn terminate_copiers(client: &Client, plan: &RunPlan) -> Result<(), CasError> {
-    let application = plan.names().copy_application();
-    for _ in 0..100 {
+    terminate_sessions(client, &[plan.names().copy_application()]).await
+}
+
+async fn terminate_sessions(client: &Client, applications: &[String]) -> Result<(), CasError> {
+    for _ in 0..600 {
         let row = client
             .query_one(
                 "SELECT pg_catalog.count(pg_catalog.pg_terminate_backend(a.pid)) FROM pg_catalog.pg_stat_activity a \
-                  WHERE a.application_name OPERATOR(pg_catalog.=) $1 AND a.pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid() \
+                  WHERE a.application_name OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.text[]) \
+                    AND a.pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid() \
                     AND a.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()",
-                &[&application],
+                &[&applications.to_vec()],
             )
             .await
-            .map_err(|e| CasError::db("ending earlier copy sessions", e))?;
+            .map_err(|e| CasError::db("ending earlier sessions of the run", e))?;
         if row.get::<_, i64>(0) == 0 {
             return Ok(());
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     Err(CasError::Record(
-        "copy sessions of an earlier process would not end".to_owned(),
+        "sessions of an earlier process of the run would not end".to_owned(),
     ))
 }
 
@@ -937,30 +1072,45 @@ async fn verify_all(
 ) -> Result<(), CasError> {
     store::set_verified(client, plan.run, false).await?;
     const MAX_PASSES: u32 = 3;
+    // Verification chunks shrink where writes keep a chunk pending (fewer keys, fewer
+    // chances that one of them has a change not yet applied) and grow back after.
+    const LARGEST: i64 = 50_000;
+    const SMALLEST: i64 = 200;
     const MAX_PENDING: u32 = 600;
     for _ in 0..MAX_PASSES {
         report.verification_passes += 1;
         let mut repaired = false;
         let mut lo = None;
         let mut verified: i64 = 0;
+        let mut size = LARGEST;
         loop {
-            let hi = verify::next_bound(client, statements, &lo, 50_000).await?;
-            let mut pending_rounds = 0;
-            loop {
+            let mut pending_rounds: u32 = 0;
+            let mut pending_here: u32 = 0;
+            let hi = loop {
+                let hi = verify::next_bound(client, statements, &lo, size).await?;
                 if let Some(task) = applier {
                     task.check()?;
                 }
                 match verify::check_chunk(client, statements, &lo, &hi).await? {
                     ChunkCheck::Clean { rows } => {
                         verified += rows;
-                        break;
+                        if pending_here == 0 {
+                            size = (size * 2).min(LARGEST);
+                        }
+                        break hi;
                     }
                     ChunkCheck::Pending => {
                         pending_rounds += 1;
+                        pending_here += 1;
                         if pending_rounds > MAX_PENDING {
                             return Err(CasError::Divergence(
                                 "changes keep arriving faster than the applier applies them; verification cannot complete".to_owned(),
                             ));
+                        }
+                        if pending_here >= 2 && size > SMALLEST {
+                            size = (size / 4).max(SMALLEST);
+                            pending_here = 0;
+                            continue;
                         }
                         tokio::time::sleep(verify::PENDING_BACKOFF).await;
                     }
@@ -973,10 +1123,10 @@ async fn verify_all(
                         progress.note(&format!("repairing a diverged chunk: {detail}"));
                         verify::repair(client, statements, &lo, &hi).await?;
                         repaired = true;
-                        break;
+                        break hi;
                     }
                 }
-            }
+            };
             progress.verified(verified, estimate);
             match hi {
                 Some(hi) => lo = Some(hi),
@@ -1068,7 +1218,7 @@ async fn finish(
     drop_engine_objects(client, &names).await?;
     store::set_phase(client, plan.run, Phase::Done).await?;
     progress.phase(Phase::Done);
-    report.phase = "done";
+    report.phase = "done".to_owned();
     if let Ok(value) = serde_json::to_value(&*report) {
         let _ = store::save_report(client, plan.run, &value).await;
     }

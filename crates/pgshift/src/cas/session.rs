@@ -41,6 +41,12 @@ pub async fn prepare(client: &Client, application: &str) -> Result<(), CasError>
         )
         .await
         .map_err(|e| CasError::db("naming a session", e))?;
+    // If this process dies, the server notices within a second even mid-statement and
+    // ends the backend (releasing its locks, the run's advisory lock included). Not
+    // every platform supports it; without it the backend ends when its statement does.
+    let _ = client
+        .batch_execute("SET client_connection_check_interval = 1000")
+        .await;
     Ok(())
 }
 

@@ -141,29 +141,49 @@ impl Statements {
     }
 
     /// The digest of a range of the source, its values cast to the shadow's types:
-    /// `count`, `sum` and `bit_xor` of per-row hashes.
+    /// `count`, `sum` and `bit_xor` of per-row hashes — over the keys with no entry in
+    /// the change log (those are the applier's to bring over; see [`Self::pending_in_range`]).
     pub fn source_digest(&self, lo: bool, hi: bool) -> String {
         let (condition, _) = self.key.range(Some("s"), lo, hi, 1);
         digest(&format!(
-            "SELECT pg_catalog.hashtextextended(ROW({})::pg_catalog.text, 0) AS h FROM {} s WHERE {condition}",
-            self.source_digest, self.source
+            "SELECT pg_catalog.hashtextextended(ROW({})::pg_catalog.text, 0) AS h FROM {} s WHERE {condition} AND NOT {}",
+            self.source_digest,
+            self.source,
+            self.logged("s")
         ))
     }
 
-    /// The digest of a range of the shadow.
+    /// The digest of a range of the shadow, over the same keys.
     pub fn shadow_digest(&self, lo: bool, hi: bool) -> String {
         let (condition, _) = self.key.range(Some("t"), lo, hi, 1);
         digest(&format!(
-            "SELECT pg_catalog.hashtextextended(ROW({})::pg_catalog.text, 0) AS h FROM {} t WHERE {condition}",
-            self.shadow_digest, self.shadow
+            "SELECT pg_catalog.hashtextextended(ROW({})::pg_catalog.text, 0) AS h FROM {} t WHERE {condition} AND NOT {}",
+            self.shadow_digest,
+            self.shadow,
+            self.logged("t")
         ))
     }
 
-    /// Whether any log entry falls in a range.
-    pub fn log_in_range(&self, lo: bool, hi: bool) -> String {
+    /// `EXISTS (…)`: the key of the row aliased `alias` has an entry in the change log.
+    fn logged(&self, alias: &str) -> String {
+        format!(
+            "EXISTS (SELECT 1 FROM {} l WHERE {} OPERATOR(pg_catalog.=) {})",
+            self.log,
+            self.key.tuple(Some("l")),
+            self.key.tuple(Some(alias))
+        )
+    }
+
+    /// How many distinct keys of a range have entries in the change log (changes not
+    /// yet applied to the shadow).
+    pub fn pending_in_range(&self, lo: bool, hi: bool) -> String {
         let (condition, _) = self.key.range(None, lo, hi, 1);
         format!(
-            "SELECT EXISTS (SELECT 1 FROM {} WHERE {condition})",
+            "SELECT pg_catalog.count(*) FROM (SELECT DISTINCT {} FROM {} WHERE {condition}) k",
+            self.key
+                .tuple(None)
+                .trim_start_matches('(')
+                .trim_end_matches(')'),
             self.log
         )
     }

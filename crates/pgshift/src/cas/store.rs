@@ -90,7 +90,8 @@ CREATE TABLE IF NOT EXISTS pgshift.runs (
     updated_at timestamptz NOT NULL DEFAULT pg_catalog.now()
 );
 CREATE UNIQUE INDEX IF NOT EXISTS runs_one_active_per_table ON pgshift.runs (source_oid)
-    WHERE phase NOT IN ('done', 'aborted');";
+    WHERE phase NOT IN ('done', 'aborted');
+ALTER TABLE pgshift.runs ADD COLUMN IF NOT EXISTS label text;";
 
 /// A run as recorded.
 #[derive(Clone, Debug)]
@@ -121,6 +122,16 @@ pub struct RunRecord {
     pub cutover_requested: bool,
     /// The last error.
     pub error: Option<String>,
+    /// The source as recorded (`schema.table`, quoted).
+    pub source: String,
+    /// Who started it (`migrate:<version>:<unit>` for a migration's unit), if recorded.
+    pub label: Option<String>,
+    /// When it was recorded and last updated (ISO 8601, UTC).
+    pub created_at: String,
+    /// When it last changed.
+    pub updated_at: String,
+    /// The final report, once done.
+    pub report: Option<serde_json::Value>,
 }
 
 fn db(what: &'static str) -> impl FnOnce(tokio_postgres::Error) -> CasError {
@@ -146,14 +157,15 @@ pub async fn insert(
     name: &str,
     statement: &str,
     plan: &RunPlan,
-    defer_cutover: bool,
+    label: Option<&str>,
 ) -> Result<i64, CasError> {
+    let defer_cutover = plan.options.defer_cutover;
     let plan = serde_json::to_string(plan).map_err(|e| CasError::Record(e.to_string()))?;
     let row = client
         .query_one(
-            "INSERT INTO pgshift.runs (source_oid, source_schema, source_name, statement, phase, plan, defer_cutover) \
-             VALUES ($1, $2, $3, $4, 'prepared', $5::pg_catalog.text::pg_catalog.jsonb, $6) RETURNING id",
-            &[&source_oid, &schema, &name, &statement, &plan, &defer_cutover],
+            "INSERT INTO pgshift.runs (source_oid, source_schema, source_name, statement, phase, plan, defer_cutover, label) \
+             VALUES ($1, $2, $3, $4, 'prepared', $5::pg_catalog.text::pg_catalog.jsonb, $6, $7) RETURNING id",
+            &[&source_oid, &schema, &name, &statement, &plan, &defer_cutover, &label],
         )
         .await
         .map_err(|e| {
@@ -233,6 +245,15 @@ pub async fn request_cutover(client: &Client, id: i64) -> Result<(), CasError> {
     Ok(())
 }
 
+/// Deletes a run's record (after `abort` removed its artifacts).
+pub async fn delete(client: &Client, id: i64) -> Result<(), CasError> {
+    client
+        .execute("DELETE FROM pgshift.runs WHERE id = $1", &[&id])
+        .await
+        .map_err(db("removing the run's record"))?;
+    Ok(())
+}
+
 /// Stores the final report.
 pub async fn save_report(
     client: &Client,
@@ -251,7 +272,10 @@ pub async fn save_report(
 }
 
 const SELECT: &str = "SELECT id, source_oid, statement, phase, resume_phase, plan::pg_catalog.text, \
-     landed_prefix::pg_catalog.text, copy_finished, rows_copied, verified, defer_cutover, cutover_requested, error \
+     landed_prefix::pg_catalog.text, copy_finished, rows_copied, verified, defer_cutover, cutover_requested, error, \
+     pg_catalog.quote_ident(source_schema) || '.' || pg_catalog.quote_ident(source_name), label, \
+     pg_catalog.to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), \
+     pg_catalog.to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), report::pg_catalog.text \
      FROM pgshift.runs";
 
 fn record(row: &tokio_postgres::Row) -> Result<RunRecord, CasError> {
@@ -279,7 +303,26 @@ fn record(row: &tokio_postgres::Row) -> Result<RunRecord, CasError> {
         defer_cutover: row.get(10),
         cutover_requested: row.get(11),
         error: row.get(12),
+        source: row.get(13),
+        label: row.get(14),
+        created_at: row.get(15),
+        updated_at: row.get(16),
+        report: row
+            .get::<_, Option<String>>(17)
+            .and_then(|text| serde_json::from_str(&text).ok()),
     })
+}
+
+/// The newest run recorded with `label`, if any.
+pub async fn by_label(client: &Client, label: &str) -> Result<Option<RunRecord>, CasError> {
+    let row = client
+        .query_opt(
+            &format!("{SELECT} WHERE label = $1 AND phase <> 'aborted' ORDER BY id DESC LIMIT 1"),
+            &[&label],
+        )
+        .await
+        .map_err(db("reading the run"))?;
+    row.as_ref().map(record).transpose()
 }
 
 /// A run by number.

@@ -1,9 +1,11 @@
 //! Verification: chunk by chunk, in one `REPEATABLE READ` snapshot per chunk, the
 //! count and an order-independent digest (sum and `bit_xor` of per-row hashes) of the
-//! source, its values cast to the shadow's types, against the shadow's. A chunk is
-//! clean only if no change-log entry for a key in it is visible in that snapshot and
-//! the digests match (INV: CO-6): a change made while verifying makes that chunk wait
-//! for the applier and retry, never pass.
+//! source, its values cast to the shadow's types, against the shadow's, over the keys
+//! that have no change-log entry visible in that snapshot (INV: CO-6). Those keys are
+//! the applier's to bring over from the source (and the swap drains the last of them
+//! under its lock); comparing them would only race it. A chunk where they are many
+//! waits for the applier and is tried again (smaller), so that verification passes on a
+//! table that is written to all the time — and still compares nearly every row.
 
 use std::time::Duration;
 
@@ -76,8 +78,8 @@ pub async fn check_chunk(
         client
             .batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             .await?;
-        let pending: bool = client
-            .query_one(&statements.log_in_range(has_lo, has_hi), &values)
+        let pending: i64 = client
+            .query_one(&statements.pending_in_range(has_lo, has_hi), &values)
             .await?
             .get(0);
         let source = digest(client, &statements.source_digest(has_lo, has_hi), &values).await?;
@@ -87,8 +89,10 @@ pub async fn check_chunk(
     };
     let (pending, source, shadow) =
         super::session::settle(client, "verifying a chunk", run.await).await?;
-    // INV: CO-6 — a chunk with a visible pending change never passes.
-    if pending {
+    // INV: CO-6 — rows with a change not yet applied are not compared (the applier
+    // brings them over from the source, and the swap drains the rest under its lock);
+    // when they are too many for the comparison to say much, the chunk waits.
+    if pending > PENDING_TOLERATED && pending.saturating_mul(10) > source.count {
         return Ok(ChunkCheck::Pending);
     }
     if source == shadow {
@@ -151,3 +155,7 @@ pub async fn repair(
 
 /// How long to wait before checking a pending chunk again.
 pub const PENDING_BACKOFF: Duration = Duration::from_millis(100);
+
+/// Keys with pending changes a chunk may have and still be compared (the rest of its
+/// rows); above this, and above a tenth of the chunk, it waits for the applier.
+pub const PENDING_TOLERATED: i64 = 50;

@@ -8,6 +8,7 @@ use serde::Serialize;
 use tokio_postgres::Client;
 
 use super::budgets::StepBudgets;
+use super::cas_unit::{run_cas_unit, CasSettings, CasUnitReport};
 use super::index_guard::IndexGuard;
 use super::jitter::Jitter;
 use super::progress::{BuildProgress, Progress};
@@ -44,6 +45,9 @@ pub struct UnitResult {
     pub report: Option<UnitReport>,
     /// Why it was skipped without running, when it was.
     pub skipped: Option<String>,
+    /// What copy-and-swap did, for a unit routed to it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub copy_and_swap: Option<CasUnitReport>,
 }
 
 /// The verdict of an apply.
@@ -73,6 +77,9 @@ pub struct ApplyOptions {
     pub budgets: StepBudgets,
     /// Tables whose blocking rewrite the operator accepts.
     pub allow_blocking: Vec<QualifiedName>,
+    /// How rewrites routed to copy-and-swap run; `None`: they are refused
+    /// (`copy-and-swap-unavailable`) unless accepted as blocking.
+    pub copy_and_swap: Option<CasSettings>,
 }
 
 /// The sessions an apply uses: one runs the steps; the optional other reads build
@@ -98,6 +105,7 @@ pub async fn apply(
         script,
         &ScheduleOptions {
             allow_blocking: options.allow_blocking.clone(),
+            copy_and_swap: options.copy_and_swap.is_some(),
         },
     );
     run_schedule(
@@ -120,6 +128,9 @@ pub struct Ledger<'a> {
     pub committed_before: usize,
     /// The SQL recording `n` committed units.
     pub record: Option<&'a (dyn Fn(usize) -> String + Sync)>,
+    /// A prefix for the labels of copy-and-swap runs (`migrate:<version>`), so that a
+    /// re-run finds the run of each unit again.
+    pub label: Option<String>,
 }
 
 impl Ledger<'_> {
@@ -128,6 +139,7 @@ impl Ledger<'_> {
         Ledger {
             committed_before: 0,
             record: None,
+            label: None,
         }
     }
 }
@@ -194,6 +206,7 @@ pub async fn run_schedule(
                         unit,
                         report: None,
                         skipped: Some(COMMITTED_BEFORE.to_owned()),
+                        copy_and_swap: None,
                     });
                     continue;
                 }
@@ -203,23 +216,56 @@ pub async fn run_schedule(
                         unit,
                         report: None,
                         skipped: Some("an earlier unit failed".to_owned()),
+                        copy_and_swap: None,
                     });
                     continue;
                 }
                 progress.started(index, total, &unit);
                 let bookkeeping = ledger.record.map(|record| record(index + 1));
-                let result = run_one(
-                    sessions,
-                    &unit,
-                    index,
-                    options,
-                    &search_path,
-                    bookkeeping.as_deref(),
-                    sleeper,
-                    &mut jitter,
-                    progress,
-                )
-                .await;
+                let result = match &options.copy_and_swap {
+                    Some(settings) if unit.copy_and_swap.is_some() => {
+                        let label = ledger
+                            .label
+                            .as_ref()
+                            .map(|prefix| format!("{prefix}:unit{}", index + 1));
+                        let mut silent = crate::cas::Silent;
+                        let cas_progress = match progress.copy_and_swap() {
+                            Some(p) => p,
+                            None => &mut silent,
+                        };
+                        let (report, cas) = run_cas_unit(
+                            sessions.main,
+                            &unit,
+                            settings,
+                            &search_path,
+                            label.as_deref(),
+                            bookkeeping.as_deref(),
+                            cas_progress,
+                        )
+                        .await;
+                        UnitResult {
+                            index,
+                            unit: unit.clone(),
+                            report: Some(report),
+                            skipped: None,
+                            copy_and_swap: Some(cas),
+                        }
+                    }
+                    _ => {
+                        run_one(
+                            sessions,
+                            &unit,
+                            index,
+                            options,
+                            &search_path,
+                            bookkeeping.as_deref(),
+                            sleeper,
+                            &mut jitter,
+                            progress,
+                        )
+                        .await
+                    }
+                };
                 progress.finished(index, total, &result);
                 let committed = result.report.as_ref().is_some_and(|r| r.committed);
                 if committed {
@@ -251,6 +297,13 @@ pub const COMMITTED_BEFORE: &str = "committed in an earlier run";
 /// A failure that is a refusal (nothing changed by the failed unit): the lock budget,
 /// or an invalid index in the way.
 fn runtime_refusal(result: &UnitResult) -> Option<Refusal> {
+    if let Some(refusal) = result
+        .copy_and_swap
+        .as_ref()
+        .and_then(|cas| cas.refusal.clone())
+    {
+        return Some(refusal);
+    }
     if let Some(skipped) = result
         .skipped
         .as_ref()
@@ -304,6 +357,7 @@ async fn run_one(
                     index,
                     unit: unit.clone(),
                     report: None,
+                    copy_and_swap: None,
                     skipped: Some(format!(
                         "an invalid index {} (OID {}) already exists, left by an earlier failed or interrupted build; check it, drop it with DROP INDEX CONCURRENTLY {}, and run again",
                         guard.qualified(),
@@ -341,6 +395,7 @@ async fn run_one(
         unit: unit.clone(),
         report: Some(report),
         skipped: None,
+        copy_and_swap: None,
     }
 }
 

@@ -4,11 +4,12 @@
 //! Every step runs with `SET LOCAL lock_timeout` and `statement_timeout` (or the
 //! session-level equivalents, reset afterwards, for steps that cannot run in a
 //! transaction). Lock timeouts and deadlocks are retried with jittered exponential
-//! backoff; statement timeouts are not. Rewrites wait for copy-and-swap, or run blocking
-//! only when the operator names the table.
+//! backoff; statement timeouts are not. Rewrites run through copy-and-swap (`cas_unit`),
+//! or blocking only when the operator names the table.
 
 pub mod apply;
 pub mod budgets;
+pub mod cas_unit;
 pub mod errors;
 pub mod index_guard;
 pub mod jitter;
@@ -21,6 +22,7 @@ pub use apply::{
     COMMITTED_BEFORE,
 };
 pub use budgets::{BudgetError, StepBudgets};
+pub use cas_unit::{CasSettings, CasUnitReport};
 pub use progress::{BuildProgress, NoProgress, Progress};
 pub use schedule::{schedule, Schedule, ScheduleOptions, Scheduled, StatementRefusal};
 pub use unit::{run_unit, Sleeper, TokioSleeper, Unit, UnitContext, UnitReport};

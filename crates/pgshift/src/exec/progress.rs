@@ -40,6 +40,10 @@ pub trait Progress {
     fn build(&mut self, progress: BuildProgress);
     /// A unit ended (committed, failed or skipped).
     fn finished(&mut self, index: usize, total: usize, result: &UnitResult);
+    /// Where a copy-and-swap unit reports its progress (`None`: nowhere).
+    fn copy_and_swap(&mut self) -> Option<&mut dyn crate::cas::CasProgress> {
+        None
+    }
 }
 
 /// Progress that goes nowhere.

@@ -9,9 +9,11 @@
 //!    split into rule-1 units — unless its meaning depends on being one transaction
 //!    (`LOCK TABLE`, or data changes together with schema changes), which is refused
 //!    (`not-splittable`) with a way to restructure it.
-//! 4. A rewrite routed to copy-and-swap is refused (`copy-and-swap-unavailable`) unless
-//!    the operator named its table with `--allow-blocking`; then the blocking form runs
-//!    as written, and the outcome says so.
+//! 4. A rewrite routed to copy-and-swap runs through it (a unit of its own). If the
+//!    operator named its table with `--allow-blocking`, the blocking form runs as
+//!    written instead, and the outcome says so. Without copy-and-swap (a caller that
+//!    gives no connection for it), such a rewrite is refused
+//!    (`copy-and-swap-unavailable`) unless accepted as blocking.
 //! 5. `SET lock_timeout` / `statement_timeout` are dropped (pgshift's budgets govern);
 //!    `SET search_path` sets the path later units run with; other `SET`s apply to the
 //!    session as they come. `SET session_replication_role` is refused in the same
@@ -76,6 +78,9 @@ pub struct Schedule {
 pub struct ScheduleOptions {
     /// Tables whose blocking rewrite the operator accepts explicitly.
     pub allow_blocking: Vec<QualifiedName>,
+    /// Whether rewrites routed to copy-and-swap run through it (otherwise they are
+    /// refused unless accepted as blocking).
+    pub copy_and_swap: bool,
 }
 
 /// Schedules a judged file.
@@ -140,6 +145,7 @@ fn schedule_block(
                     transactional: true,
                     statements: members.clone(),
                     accepted_blocking: false,
+                    copy_and_swap: None,
                 },
             });
         }
@@ -246,6 +252,7 @@ fn schedule_statement(
                 transactional: c.transaction != TransactionUse::OutsideOnly,
                 statements: vec![index],
                 accepted_blocking: false,
+                copy_and_swap: None,
             },
         }),
         Route::NativeSequence { steps } => {
@@ -256,6 +263,7 @@ fn schedule_statement(
                         transactional: step.transactional,
                         statements: vec![index],
                         accepted_blocking: false,
+                        copy_and_swap: None,
                     },
                 });
             }
@@ -274,6 +282,17 @@ fn schedule_statement(
                         transactional: c.transaction != TransactionUse::OutsideOnly,
                         statements: vec![index],
                         accepted_blocking: true,
+                        copy_and_swap: None,
+                    },
+                });
+            } else if let (true, Some(lock)) = (options.copy_and_swap, c.locks.first()) {
+                schedule.items.push(Scheduled::Unit {
+                    unit: Unit {
+                        steps: vec![as_written(item)],
+                        transactional: false,
+                        statements: vec![index],
+                        accepted_blocking: false,
+                        copy_and_swap: Some(lock.relation.clone()),
                     },
                 });
             } else {

@@ -19,7 +19,7 @@ use super::jitter::Jitter;
 use crate::classify::WorkClass;
 use crate::lock::LockMode;
 use crate::route::Step;
-use pgshift_sql::quote_ident;
+use pgshift_sql::{quote_ident, QualifiedName};
 
 /// Steps that run together: in one transaction, or (a single step) outside any.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -32,6 +32,10 @@ pub struct Unit {
     pub statements: Vec<usize>,
     /// Whether this unit runs a blocking form the operator accepted explicitly.
     pub accepted_blocking: bool,
+    /// When set, the unit's one step is a rewrite of this table run through
+    /// copy-and-swap (`pgshift::cas`), not as written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copy_and_swap: Option<QualifiedName>,
 }
 
 impl Unit {

@@ -317,6 +317,7 @@ async fn run_file(
     let ledger = Ledger {
         committed_before,
         record: Some(&record),
+        label: Some(format!("migrate:{version}")),
     };
     let sessions = sessions(session, monitor);
     let verdict = run_schedule(
@@ -401,6 +402,7 @@ async fn plan_file(
         script,
         &ScheduleOptions {
             allow_blocking: options.apply.allow_blocking.clone(),
+            copy_and_swap: options.apply.copy_and_swap.is_some(),
         },
     )))
 }

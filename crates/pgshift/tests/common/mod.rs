@@ -106,6 +106,7 @@ pub async fn apply_on(
             .iter()
             .map(|t| QualifiedName::bare(*t))
             .collect(),
+        copy_and_swap: None,
     };
     apply(
         &sessions,
@@ -295,6 +296,7 @@ pub fn migrate_options() -> MigrateOptions {
         apply: ApplyOptions {
             budgets: TEST_BUDGETS,
             allow_blocking: Vec::new(),
+            copy_and_swap: None,
         },
         allow_gaps: false,
         allow_out_of_order: false,

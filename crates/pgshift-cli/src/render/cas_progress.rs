@@ -1,0 +1,195 @@
+//! Copy-and-swap progress on stderr: a live bar on a terminal, a quiet line per phase
+//! and per tenth otherwise, or one JSON object per line (`--format json`).
+
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use pgshift::cas::{CasProgress, Phase};
+use serde_json::json;
+
+/// How progress is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Style {
+    /// A live bar (stderr is a terminal).
+    Bar,
+    /// Plain lines.
+    Lines,
+    /// JSON lines.
+    Json,
+}
+
+/// Shows one run's progress.
+pub struct CasView {
+    style: Style,
+    bar: Option<ProgressBar>,
+    started: Instant,
+    phase: Option<Phase>,
+    phase_started: Instant,
+    /// The last tenth printed (plain lines) and the last JSON line's time.
+    last_tenth: i64,
+    last_json: Option<Instant>,
+}
+
+impl CasView {
+    /// A view writing in `style`.
+    pub fn new(style: Style) -> Self {
+        CasView {
+            style,
+            bar: None,
+            started: Instant::now(),
+            phase: None,
+            phase_started: Instant::now(),
+            last_tenth: -1,
+            last_json: None,
+        }
+    }
+
+    fn elapsed_ms(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Whether a JSON line may go out now (at most one per second per kind of event).
+    fn json_due(&mut self) -> bool {
+        let due = self
+            .last_json
+            .is_none_or(|at| at.elapsed() >= Duration::from_secs(1));
+        if due {
+            self.last_json = Some(Instant::now());
+        }
+        due
+    }
+
+    /// Rows per second in this phase, and the seconds left at that rate.
+    fn rate_and_eta(&self, rows: i64, estimate: i64) -> (f64, Option<f64>) {
+        let seconds = self.phase_started.elapsed().as_secs_f64().max(0.001);
+        let rate = rows as f64 / seconds;
+        let eta = (rate > 0.0 && estimate > rows).then(|| (estimate - rows) as f64 / rate);
+        (rate, eta)
+    }
+
+    fn counted(&mut self, what: &str, rows: i64, estimate: i64, backlog: Option<i64>) {
+        let (rate, eta) = self.rate_and_eta(rows, estimate);
+        match self.style {
+            Style::Json => {
+                if self.json_due() {
+                    eprintln!(
+                        "{}",
+                        json!({
+                            "event": "progress",
+                            "phase": what,
+                            "rows": rows,
+                            "rows_estimated": estimate,
+                            "rows_per_second": rate.round(),
+                            "eta_seconds": eta.map(f64::round),
+                            "change_log_backlog": backlog,
+                            "elapsed_ms": self.elapsed_ms(),
+                        })
+                    );
+                }
+            }
+            Style::Bar => {
+                let bar = self.bar.get_or_insert_with(|| {
+                    let bar = ProgressBar::new(1);
+                    bar.set_style(
+                        ProgressStyle::with_template(
+                            "{spinner} {prefix:10} [{bar:30}] {pos}/{len} rows {msg}",
+                        )
+                        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                    );
+                    bar.enable_steady_tick(Duration::from_millis(120));
+                    bar
+                });
+                bar.set_prefix(what.to_owned());
+                bar.set_length(u64::try_from(estimate.max(rows)).unwrap_or(0));
+                bar.set_position(u64::try_from(rows).unwrap_or(0));
+                bar.set_message(details(rate, eta, backlog));
+            }
+            Style::Lines => {
+                let tenth = if estimate > 0 {
+                    (rows.saturating_mul(10) / estimate).min(10)
+                } else {
+                    0
+                };
+                if tenth != self.last_tenth {
+                    self.last_tenth = tenth;
+                    eprintln!(
+                        "  {what}: {rows} of ~{estimate} rows{}",
+                        details(rate, eta, backlog)
+                    );
+                }
+            }
+        }
+    }
+}
+
+fn details(rate: f64, eta: Option<f64>, backlog: Option<i64>) -> String {
+    let mut out = format!(" · {:.0} rows/s", rate);
+    if let Some(eta) = eta {
+        out.push_str(&format!(" · ETA {}", seconds(eta)));
+    }
+    if let Some(backlog) = backlog {
+        out.push_str(&format!(" · change log {backlog}"));
+    }
+    out
+}
+
+fn seconds(s: f64) -> String {
+    if s < 90.0 {
+        format!("{s:.0} s")
+    } else if s < 5_400.0 {
+        format!("{:.0} min", s / 60.0)
+    } else {
+        format!("{:.1} h", s / 3_600.0)
+    }
+}
+
+/// What each phase means, for people.
+fn phase_text(phase: Phase) -> &'static str {
+    match phase {
+        Phase::Prepared => "creating the shadow table and the change capture",
+        Phase::Copying => "copying rows (writes continue; changes are applied behind)",
+        Phase::Indexing => "building the shadow's indexes and constraints",
+        Phase::Verifying => "verifying shadow and source chunk by chunk",
+        Phase::Ready => "verified; waiting for `pgshift cutover` (the shadow is kept in step)",
+        Phase::Cutover => "swapping under a short ACCESS EXCLUSIVE lock",
+        Phase::Done => "done",
+        Phase::Failed => "stopped",
+        Phase::Aborted => "aborted",
+    }
+}
+
+impl CasProgress for CasView {
+    fn phase(&mut self, phase: Phase) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+        self.phase = Some(phase);
+        self.phase_started = Instant::now();
+        self.last_tenth = -1;
+        self.last_json = None;
+        match self.style {
+            Style::Json => eprintln!(
+                "{}",
+                json!({"event": "phase", "phase": phase.name(), "elapsed_ms": self.elapsed_ms()})
+            ),
+            Style::Bar | Style::Lines => {
+                eprintln!("  copy-and-swap: {} — {}", phase.name(), phase_text(phase))
+            }
+        }
+    }
+
+    fn copied(&mut self, rows: i64, estimate: i64, backlog: i64) {
+        self.counted("copying", rows, estimate, Some(backlog));
+    }
+
+    fn verified(&mut self, rows: i64, estimate: i64) {
+        self.counted("verifying", rows, estimate, None);
+    }
+
+    fn note(&mut self, text: &str) {
+        match self.style {
+            Style::Json => eprintln!("{}", json!({"event": "note", "note": text})),
+            Style::Bar | Style::Lines => eprintln!("  note: {text}"),
+        }
+    }
+}
