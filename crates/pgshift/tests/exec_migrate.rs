@@ -274,3 +274,77 @@ async fn inv_oc_1_only_one_runner_at_a_time() {
     }
     std::fs::remove_dir_all(dir).expect("cleanup");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rewrite_runs_through_copy_and_swap_and_is_found_again_after_a_crash() {
+    let db = database(
+        "migrate_cas",
+        "CREATE TABLE items (id bigint PRIMARY KEY, qty int NOT NULL);
+         INSERT INTO items SELECT g, g FROM generate_series(1, 5000) g;",
+    );
+    let dir = temp_dir("migrate_cas");
+    std::fs::write(
+        dir.join("0001_qty_bigint.sql"),
+        "ALTER TABLE items ALTER COLUMN qty TYPE bigint USING qty + 1;\nALTER TABLE items ADD COLUMN note text;",
+    )
+    .expect("write");
+    let mut options = migrate_options();
+    options.apply.copy_and_swap = Some(pgshift::exec::CasSettings {
+        spec: common::cas::spec(&db),
+        options: common::cas::options(pgshift::cas::Mode::Live),
+    });
+
+    // The process "died" after the swap of unit 1 but before its history record: the
+    // run with the unit's label is done, the history says nothing of it.
+    let statements =
+        pgshift_sql::parse("ALTER TABLE items ALTER COLUMN qty TYPE bigint USING qty + 1")
+            .expect("valid");
+    let request = pgshift::cas::Request {
+        statement: &statements[0],
+        table: &pgshift_sql::QualifiedName::bare("items"),
+        search_path: &[],
+        label: Some("migrate:1:unit1"),
+    };
+    let earlier = pgshift::cas::start_request(
+        &common::cas::spec(&db),
+        request,
+        common::cas::options(pgshift::cas::Mode::Live),
+        &mut pgshift::cas::Silent,
+    )
+    .await
+    .expect("the earlier process's run");
+    let swapped = common::cas::oid(&db, "items");
+
+    let verdict = run_migrate(&db, &dir, &options).await.expect("runs");
+    assert_eq!(verdict.outcome, MigrateOutcome::Done, "{verdict:#?}");
+    let file = verdict.files[0].verdict.as_ref().expect("ran");
+    let cas = file.units[0]
+        .copy_and_swap
+        .as_ref()
+        .expect("a copy-and-swap unit");
+    assert!(cas.found_done, "{cas:?}");
+    assert_eq!(cas.run, Some(earlier.run));
+    assert_eq!(
+        common::cas::oid(&db, "items"),
+        swapped,
+        "the table was not rewritten a second time"
+    );
+    assert_eq!(
+        common::cas::value(&db, "SELECT qty FROM items WHERE id = 1"),
+        "2",
+        "the USING expression ran once"
+    );
+    assert_eq!(
+        common::cas::value(&db, "SELECT count(*) FROM pgshift.runs"),
+        "1"
+    );
+    let recorded = history(&db);
+    assert!(recorded.contains("|2|2|done|"), "{recorded}");
+    assert_eq!(
+        common::cas::value(
+            &db,
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'items'::regclass AND attname = 'qty'"
+        ),
+        "bigint"
+    );
+}

@@ -835,7 +835,10 @@ async fn estimate_rows(client: &Client, plan: &RunPlan) -> i64 {
     oids.extend(plan.source.partitions.iter().map(|p| p.relation.oid));
     client
         .query_one(
-            "SELECT coalesce(pg_catalog.sum(GREATEST(c.reltuples, 0)), 0)::pg_catalog.int8 FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[])",
+            // Rows live in leaf tables only (a partitioned parent's reltuples is the
+            // sum of its partitions').
+            "SELECT coalesce(pg_catalog.sum(GREATEST(c.reltuples, 0)), 0)::pg_catalog.int8 FROM pg_catalog.pg_class c \
+              WHERE c.oid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[]) AND c.relkind OPERATOR(pg_catalog.<>) 'p'",
             &[&oids],
         )
         .await
