@@ -11,37 +11,6 @@ use common::cas::*;
 use common::*;
 use pgshift::cas::{Mode, Phase, Silent};
 
-/// Everything about the `events` tree that must survive the swap, by name: columns,
-/// indexes (with the partitions' own), constraints, triggers with their enable states
-/// (on the parent and on every partition), comments, grants, partitions with bounds.
-fn identity(db: &str) -> String {
-    value(
-        db,
-        "WITH tree AS ( \
-           SELECT 'events'::regclass::oid AS oid \
-           UNION ALL SELECT inhrelid FROM pg_inherits WHERE inhparent = 'events'::regclass) \
-         SELECT string_agg(line, E'\\n' ORDER BY line) FROM ( \
-           SELECT format('column %s.%s %s notnull=%s gen=%s default=%s', c.relname, a.attname, format_type(a.atttypid, a.atttypmod), \
-                         a.attnotnull, a.attgenerated, regexp_replace(pg_get_expr(d.adbin, d.adrelid), '\\s+', ' ', 'g')) AS line \
-             FROM tree JOIN pg_class c ON c.oid = tree.oid JOIN pg_attribute a ON a.attrelid = c.oid \
-             LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum \
-            WHERE a.attnum > 0 AND NOT a.attisdropped \
-           UNION ALL SELECT format('index %s %s', c.relname, pg_get_indexdef(i.indexrelid)) \
-             FROM tree JOIN pg_index i ON i.indrelid = tree.oid JOIN pg_class c ON c.oid = i.indexrelid \
-           UNION ALL SELECT format('constraint %s.%s %s', c.relname, con.conname, pg_get_constraintdef(con.oid)) \
-             FROM tree JOIN pg_class c ON c.oid = tree.oid JOIN pg_constraint con ON con.conrelid = c.oid \
-           UNION ALL SELECT format('trigger %s.%s %s %s', c.relname, t.tgname, t.tgenabled, pg_get_triggerdef(t.oid)) \
-             FROM tree JOIN pg_class c ON c.oid = tree.oid JOIN pg_trigger t ON t.tgrelid = c.oid WHERE NOT t.tgisinternal \
-           UNION ALL SELECT format('comment %s %s', c.relname, obj_description(c.oid, 'pg_class')) \
-             FROM tree JOIN pg_class c ON c.oid = tree.oid \
-           UNION ALL SELECT format('acl %s %s', c.relname, c.relacl) \
-             FROM tree JOIN pg_class c ON c.oid = tree.oid \
-           UNION ALL SELECT format('partition %s %s', c.relname, pg_get_expr(c.relpartbound, c.oid)) \
-             FROM tree JOIN pg_class c ON c.oid = tree.oid WHERE c.relispartition \
-         ) lines",
-    )
-}
-
 /// The statement of the relay's migration 0008: `kind` becomes bigint, which needs the
 /// generated `search_tsv` (that reads `kind`) dropped and added again.
 const KIND_BIGINT: &str = "ALTER TABLE events \
@@ -63,7 +32,7 @@ async fn inv_co_8_a_partitioned_table_keeps_its_identity_across_the_swap() {
              CREATE VIEW recent_events AS SELECT community_id, id, kind FROM events WHERE created_at > '2026-10-01'",
         )
         .expect("extras");
-    let before = identity(&db);
+    let before = identity(&db, "events");
     let source = oid(&db, "events");
     let rows_before: u64 = value(&db, "SELECT count(*) FROM events")
         .parse()
@@ -103,7 +72,7 @@ async fn inv_co_8_a_partitioned_table_keeps_its_identity_across_the_swap() {
     );
 
     // Identity: the only differences are the ones the statement asked for.
-    let after = identity(&db);
+    let after = identity(&db, "events");
     let expected = before
         .lines()
         .filter(|l| !l.contains("search_tsv"))
@@ -193,15 +162,20 @@ async fn quiesced_runs_fence_every_write_even_from_replicas() {
     let hook_db = db.clone();
     let refusals = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen = refusals.clone();
-    let mut hook = Hook::new(Phase::Copying, move || {
+    // After the verification pass, right before the swap: every write is refused with
+    // SQLSTATE 55006, a replica's insert included (the fence is ENABLE ALWAYS).
+    let mut hook = Hook::new(Phase::Cutover, move || {
         for sql in [
             "INSERT INTO events (community_id, id, pubkey, created_at, kind, content) \
                SELECT id, '\\x03', '\\x04', '2026-12-24', 9, 'x' FROM communities LIMIT 1",
+            "SET session_replication_role = replica; \
+             INSERT INTO events (community_id, id, pubkey, created_at, kind, content) \
+               SELECT id, '\\x05', '\\x06', '2026-12-24', 9, 'inserted as replica' FROM communities LIMIT 1",
             "SET session_replication_role = replica; UPDATE events_2026_10 SET content = 'y' WHERE kind = 9",
             "DELETE FROM events_future",
             "TRUNCATE events_past",
         ] {
-            let outcome = cluster().psql(&hook_db, sql);
+            let outcome = cluster().psql(&hook_db, &format!("\\set VERBOSITY verbose\n{sql}"));
             seen.lock()
                 .expect("refusals")
                 .push(format!("{sql}: {outcome:?}"));
@@ -219,17 +193,17 @@ async fn quiesced_runs_fence_every_write_even_from_replicas() {
     assert_eq!(report.phase, "done");
     assert_ne!(oid(&db, "events"), source);
     let refusals = refusals.lock().expect("refusals");
-    assert_eq!(refusals.len(), 4);
+    assert_eq!(refusals.len(), 5);
     for refusal in refusals.iter() {
         assert!(
-            refusal.contains("Err") && refusal.contains("refused while it rewrites"),
-            "every write is refused: {refusal}"
+            refusal.contains("Err") && refusal.contains("ERROR:  55006:"),
+            "every write is refused with SQLSTATE 55006: {refusal}"
         );
     }
     assert_eq!(
         value(
             &db,
-            "SELECT count(*) FROM events WHERE content IN ('x', 'y')"
+            "SELECT count(*) FROM events WHERE content IN ('x', 'y', 'inserted as replica')"
         ),
         "0"
     );

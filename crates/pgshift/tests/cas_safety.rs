@@ -33,94 +33,203 @@ fn cause(err: &CasError) -> Option<RefusalCause> {
     }
 }
 
-/// Each way a capture can stop seeing writes, applied just before the swap.
-const TAMPERING: &[(&str, &str)] = &[
-    ("disabled", "ALTER TABLE items DISABLE TRIGGER pgshift_capture_{run}"),
-    (
-        "origin only",
-        "ALTER TABLE items ENABLE TRIGGER pgshift_capture_{run}",
-    ),
-    (
-        "replica only",
-        "ALTER TABLE items ENABLE REPLICA TRIGGER pgshift_capture_{run}",
-    ),
-    ("dropped", "DROP TRIGGER pgshift_capture_{run} ON items"),
-    (
-        "recreated with WHEN",
-        "DROP TRIGGER pgshift_capture_{run} ON items; \
-         CREATE TRIGGER pgshift_capture_{run} AFTER INSERT OR UPDATE OR DELETE ON items FOR EACH ROW \
-           WHEN (pg_trigger_depth() < 0) EXECUTE FUNCTION pgshift.capture_{run}(); \
-         ALTER TABLE items ENABLE ALWAYS TRIGGER pgshift_capture_{run}",
-    ),
-    (
-        "recreated with a column list",
-        "DROP TRIGGER pgshift_capture_{run} ON items; \
-         CREATE TRIGGER pgshift_capture_{run} AFTER INSERT OR UPDATE OF note OR DELETE ON items FOR EACH ROW \
-           EXECUTE FUNCTION pgshift.capture_{run}(); \
-         ALTER TABLE items ENABLE ALWAYS TRIGGER pgshift_capture_{run}",
-    ),
-    (
-        "function replaced",
-        "CREATE OR REPLACE FUNCTION pgshift.capture_{run}() RETURNS trigger LANGUAGE plpgsql \
-           SECURITY DEFINER AS $$ BEGIN RETURN NULL; END $$",
-    ),
-    (
-        "truncate guard dropped",
-        "DROP TRIGGER pgshift_truncate_{run} ON items",
-    ),
-];
+/// The same rows as `items`, range-partitioned.
+const PARTITIONED: &str = "
+CREATE TABLE parted (id bigint PRIMARY KEY, qty int NOT NULL, note text) PARTITION BY RANGE (id);
+CREATE TABLE parted_low PARTITION OF parted FOR VALUES FROM (MINVALUE) TO (2500);
+CREATE TABLE parted_high PARTITION OF parted FOR VALUES FROM (2500) TO (MAXVALUE);
+INSERT INTO parted SELECT g, g % 100, 'note ' || g FROM generate_series(1, 5000) g;
+ANALYZE parted;
+";
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn inv_co_4_a_tampered_capture_refuses_the_swap_and_leaves_the_source() {
-    for (label, tamper) in TAMPERING {
-        let db = database("cas_tamper", SCHEMA);
-        let source = oid(&db, "items");
-        let hook_db = db.clone();
-        let tamper = tamper.to_string();
-        let mut hook = Hook::new(Phase::Cutover, move || {
-            let sql = tamper.replace("{run}", &run_id(&hook_db).to_string());
-            cluster().psql(&hook_db, &sql).expect("tampering works");
-            // A write the tampered capture may miss.
-            cluster()
-                .psql(&hook_db, "UPDATE items SET qty = qty + 1 WHERE id = 17")
-                .expect("write");
-        });
-        let err = run(&db, "items", CHANGE, options(Mode::Live), &mut hook)
-            .await
-            .expect_err(label);
-        assert_eq!(
-            cause(&err),
-            Some(RefusalCause::CutoverUnfenced),
-            "{label}: {err}"
-        );
-        assert_eq!(oid(&db, "items"), source, "{label}: the source stays");
-        assert_eq!(value(&db, "SELECT qty FROM items WHERE id = 17"), "18");
-        assert_eq!(run_phase(&db), "failed/verifying", "{label}");
+/// One way of tampering with the capture (or fence), applied just before the swap
+/// (`{run}` stands for the run's number), and a write the tampered trigger lets
+/// through (`write`), read back from `written`.
+struct Tampering {
+    mode: Mode,
+    schema: &'static str,
+    table: &'static str,
+    tamper: &'static str,
+    write: &'static str,
+    written: &'static str,
+}
 
-        // Resuming cannot repair a capture that may have missed writes.
-        let again = resume(&db, "items").await.expect_err(label);
-        assert_eq!(
-            cause(&again),
-            Some(RefusalCause::CutoverUnfenced),
-            "{label}: {again}"
-        );
-        // Nor can a new run start while this one is recorded.
-        let second = run(&db, "items", CHANGE, options(Mode::Live), &mut Silent)
-            .await
-            .expect_err(label);
-        assert_eq!(
-            cause(&second),
-            Some(RefusalCause::RunInProgress),
-            "{second}"
-        );
+const UPDATE_17: &str = "UPDATE items SET qty = qty + 1 WHERE id = 17";
+const READ_17: &str = "SELECT qty FROM items WHERE id = 17";
 
-        abort(&db, "items").await.expect("abort");
-        assert_eq!(artifacts(&db), "", "{label}: abort leaves nothing");
-        assert_eq!(oid(&db, "items"), source);
-        assert_eq!(
-            value(&db, "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'items'::regclass AND attname = 'qty'"),
-            "integer"
-        );
+/// Tampers as `t` says right before the swap: the swap is refused (`cutover-unfenced`)
+/// with the source in place and the write on it; resuming refuses too, a new run is
+/// refused while this one is recorded, and abort removes every artifact.
+async fn tampered(t: Tampering) {
+    let db = database("cas_tamper", t.schema);
+    let source = oid(&db, t.table);
+    let change = format!("ALTER TABLE {} ALTER COLUMN qty TYPE bigint", t.table);
+    let hook_db = db.clone();
+    let mut hook = Hook::new(Phase::Cutover, move || {
+        let sql = t.tamper.replace("{run}", &run_id(&hook_db).to_string());
+        cluster().psql(&hook_db, &sql).expect("tampering works");
+        // A write the tampered trigger does not see (or does not refuse).
+        cluster()
+            .psql(&hook_db, t.write)
+            .expect("the write goes through");
+    });
+    let err = run(&db, t.table, &change, options(t.mode), &mut hook)
+        .await
+        .expect_err("the swap is refused");
+    assert_eq!(cause(&err), Some(RefusalCause::CutoverUnfenced), "{err}");
+    assert_eq!(oid(&db, t.table), source, "the source stays");
+    assert_eq!(value(&db, t.written), "18", "the write is on the source");
+    assert_eq!(run_phase(&db), "failed/verifying");
+
+    // Resuming cannot repair a capture that may have missed writes.
+    let again = resume(&db, t.table).await.expect_err("resume refuses");
+    assert_eq!(
+        cause(&again),
+        Some(RefusalCause::CutoverUnfenced),
+        "{again}"
+    );
+    // Nor can a new run start while this one is recorded.
+    let second = run(&db, t.table, &change, options(t.mode), &mut Silent)
+        .await
+        .expect_err("a second run is refused");
+    assert_eq!(
+        cause(&second),
+        Some(RefusalCause::RunInProgress),
+        "{second}"
+    );
+
+    abort(&db, t.table).await.expect("abort");
+    assert_eq!(artifacts(&db), "", "abort leaves nothing");
+    assert_eq!(oid(&db, t.table), source);
+    assert_eq!(
+        value(
+            &db,
+            &format!(
+                "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = '{}'::regclass AND attname = 'qty'",
+                t.table
+            )
+        ),
+        "integer"
+    );
+}
+
+/// One test per way of tampering (each name starts with `inv_co_4_`).
+macro_rules! tampering {
+    ($( $(#[$doc:meta])* fn $name:ident { $($field:ident: $value:expr),* $(,)? } )*) => {
+        $(
+            $(#[$doc])*
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                tampered(Tampering { $($field: $value),* }).await;
+            }
+        )*
+    };
+}
+
+tampering! {
+    /// The capture disabled: no write is logged.
+    fn inv_co_4_capture_disabled {
+        mode: Mode::Live, schema: SCHEMA, table: "items",
+        tamper: "ALTER TABLE items DISABLE TRIGGER pgshift_capture_{run}",
+        write: UPDATE_17, written: READ_17,
+    }
+    /// The capture made ORIGIN-only: replicas' writes (and restores) are not logged.
+    fn inv_co_4_capture_made_origin_only {
+        mode: Mode::Live, schema: SCHEMA, table: "items",
+        tamper: "ALTER TABLE items ENABLE TRIGGER pgshift_capture_{run}",
+        write: "SET session_replication_role = replica; UPDATE items SET qty = qty + 1 WHERE id = 17",
+        written: READ_17,
+    }
+    /// The capture made REPLICA-only: ordinary writes are not logged.
+    fn inv_co_4_capture_made_replica_only {
+        mode: Mode::Live, schema: SCHEMA, table: "items",
+        tamper: "ALTER TABLE items ENABLE REPLICA TRIGGER pgshift_capture_{run}",
+        write: UPDATE_17, written: READ_17,
+    }
+    /// The capture dropped.
+    fn inv_co_4_capture_dropped {
+        mode: Mode::Live, schema: SCHEMA, table: "items",
+        tamper: "DROP TRIGGER pgshift_capture_{run} ON items",
+        write: UPDATE_17, written: READ_17,
+    }
+    /// The capture replaced by one with a WHEN that never holds.
+    fn inv_co_4_capture_replaced_with_a_when_condition {
+        mode: Mode::Live, schema: SCHEMA, table: "items",
+        tamper: "DROP TRIGGER pgshift_capture_{run} ON items; \
+                 CREATE TRIGGER pgshift_capture_{run} AFTER INSERT OR UPDATE OR DELETE ON items FOR EACH ROW \
+                   WHEN (pg_trigger_depth() < 0) EXECUTE FUNCTION pgshift.capture_{run}(); \
+                 ALTER TABLE items ENABLE ALWAYS TRIGGER pgshift_capture_{run}",
+        write: UPDATE_17, written: READ_17,
+    }
+    /// The capture replaced by one with a column list that misses `qty`.
+    fn inv_co_4_capture_replaced_with_a_column_list {
+        mode: Mode::Live, schema: SCHEMA, table: "items",
+        tamper: "DROP TRIGGER pgshift_capture_{run} ON items; \
+                 CREATE TRIGGER pgshift_capture_{run} AFTER INSERT OR UPDATE OF note OR DELETE ON items FOR EACH ROW \
+                   EXECUTE FUNCTION pgshift.capture_{run}(); \
+                 ALTER TABLE items ENABLE ALWAYS TRIGGER pgshift_capture_{run}",
+        write: UPDATE_17, written: READ_17,
+    }
+    /// The capture replaced by one passing arguments to the function.
+    fn inv_co_4_capture_replaced_with_arguments {
+        mode: Mode::Live, schema: SCHEMA, table: "items",
+        tamper: "DROP TRIGGER pgshift_capture_{run} ON items; \
+                 CREATE TRIGGER pgshift_capture_{run} AFTER INSERT OR UPDATE OR DELETE ON items FOR EACH ROW \
+                   EXECUTE FUNCTION pgshift.capture_{run}('skip'); \
+                 ALTER TABLE items ENABLE ALWAYS TRIGGER pgshift_capture_{run}",
+        write: UPDATE_17, written: READ_17,
+    }
+    /// The capture replaced by a deferred constraint trigger (it would log at commit,
+    /// after a swap that drained the log).
+    fn inv_co_4_capture_replaced_by_a_deferred_constraint_trigger {
+        mode: Mode::Live, schema: SCHEMA, table: "items",
+        tamper: "DROP TRIGGER pgshift_capture_{run} ON items; \
+                 CREATE CONSTRAINT TRIGGER pgshift_capture_{run} AFTER INSERT OR UPDATE OR DELETE ON items \
+                   DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION pgshift.capture_{run}(); \
+                 ALTER TABLE items ENABLE ALWAYS TRIGGER pgshift_capture_{run}",
+        write: UPDATE_17, written: READ_17,
+    }
+    /// The capture's function replaced by one that logs nothing.
+    fn inv_co_4_capture_function_replaced {
+        mode: Mode::Live, schema: SCHEMA, table: "items",
+        tamper: "CREATE OR REPLACE FUNCTION pgshift.capture_{run}() RETURNS trigger LANGUAGE plpgsql \
+                   SECURITY DEFINER AS $$ BEGIN RETURN NULL; END $$",
+        write: UPDATE_17, written: READ_17,
+    }
+    /// The TRUNCATE guard dropped.
+    fn inv_co_4_truncate_guard_dropped {
+        mode: Mode::Live, schema: SCHEMA, table: "items",
+        tamper: "DROP TRIGGER pgshift_truncate_{run} ON items",
+        write: UPDATE_17, written: READ_17,
+    }
+    /// The capture gone from one partition: detaching it drops the clone there, and
+    /// writes to it are no longer logged.
+    fn inv_co_4_capture_dropped_on_one_partition_only {
+        mode: Mode::Live, schema: PARTITIONED, table: "parted",
+        tamper: "ALTER TABLE parted DETACH PARTITION parted_low",
+        write: "UPDATE parted_low SET qty = qty + 1 WHERE id = 17",
+        written: "SELECT qty FROM parted_low WHERE id = 17",
+    }
+    /// Quiesced: the fence disabled, so writes are no longer refused.
+    fn inv_co_4_fence_disabled {
+        mode: Mode::Quiesced, schema: SCHEMA, table: "items",
+        tamper: "ALTER TABLE items DISABLE TRIGGER pgshift_fence_{run}",
+        write: UPDATE_17, written: READ_17,
+    }
+    /// Quiesced: the fence made ORIGIN-only, so a replica's write is not refused.
+    fn inv_co_4_fence_made_origin_only {
+        mode: Mode::Quiesced, schema: SCHEMA, table: "items",
+        tamper: "ALTER TABLE items ENABLE TRIGGER pgshift_fence_{run}",
+        write: "SET session_replication_role = replica; UPDATE items SET qty = qty + 1 WHERE id = 17",
+        written: READ_17,
+    }
+    /// Quiesced: the fence dropped on one partition (statement triggers are per
+    /// relation), so writes to that partition are not refused.
+    fn inv_co_4_fence_dropped_on_one_partition {
+        mode: Mode::Quiesced, schema: PARTITIONED, table: "parted",
+        tamper: "DROP TRIGGER pgshift_fence_{run} ON parted_low",
+        write: "UPDATE parted_low SET qty = qty + 1 WHERE id = 17",
+        written: "SELECT qty FROM parted WHERE id = 17",
     }
 }
 

@@ -191,6 +191,11 @@ impl Applier {
             arrays.iter().map(|a| a as &(dyn ToSql + Sync)).collect();
         let run = async {
             client.batch_execute("BEGIN").await?;
+            if self.statements.replica() {
+                client
+                    .batch_execute("SET LOCAL session_replication_role = replica")
+                    .await?;
+            }
             if !keys.is_empty() {
                 client
                     .execute(&self.statements.delete_keys(), &array_params)
@@ -218,20 +223,57 @@ impl Applier {
         let sql = self.statements.read_log("'L'");
         let mut total = 0;
         let mut after: i64 = 0;
+        let role = if self.statements.replica() {
+            let row = client
+                .query_one(
+                    "SELECT pg_catalog.current_setting('session_replication_role'), \
+                            pg_catalog.set_config('session_replication_role', 'replica', true)",
+                    &[],
+                )
+                .await
+                .map_err(|e| CasError::db("draining the change log", e))?;
+            Some(row.get::<_, String>(0))
+        } else {
+            None
+        };
+        let drained = self
+            .drain_batches(client, &sql, columns, limit, &mut after, &mut total)
+            .await;
+        if let Some(role) = role {
+            client
+                .execute(
+                    "SELECT pg_catalog.set_config('session_replication_role', $1, true)",
+                    &[&role],
+                )
+                .await
+                .map_err(|e| CasError::db("draining the change log", e))?;
+        }
+        drained.map(|()| total)
+    }
+
+    async fn drain_batches(
+        &self,
+        client: &Client,
+        sql: &str,
+        columns: usize,
+        limit: i64,
+        after: &mut i64,
+        total: &mut i64,
+    ) -> Result<(), CasError> {
         loop {
             let rows = client
-                .query(&sql, &[&after, &limit])
+                .query(sql, &[&*after, &limit])
                 .await
                 .map_err(|e| CasError::db("draining the change log", e))?;
             if rows.is_empty() {
-                return Ok(total);
+                return Ok(());
             }
             let mut keys: BTreeSet<KeyValue> = BTreeSet::new();
             let mut ids: Vec<i64> = Vec::new();
             for row in &rows {
                 let id: i64 = row.get(0);
                 ids.push(id);
-                after = after.max(id);
+                *after = (*after).max(id);
                 keys.insert((0..columns).map(|i| row.get::<_, String>(1 + i)).collect());
             }
             let arrays: Vec<Vec<String>> = (0..columns)
@@ -251,7 +293,7 @@ impl Applier {
                 .execute(&self.statements.consume(), &[&ids])
                 .await
                 .map_err(|e| CasError::db("draining the change log", e))?;
-            total += i64::try_from(rows.len()).unwrap_or(i64::MAX);
+            *total += i64::try_from(rows.len()).unwrap_or(i64::MAX);
         }
     }
 }

@@ -185,9 +185,13 @@ async fn swap_under_lock(client: &Client, plan: &RunPlan) -> Result<Option<SwapR
         )));
     }
     let views = dependent_views(client, plan.source.table.oid).await?;
-    let partition_indexes = partition_index_names(client, plan).await?;
     sequences(client, plan).await?;
-    rename_tree(client, plan, &partition_indexes).await?;
+    if plan.source.carry.complete {
+        rename_all(client, plan).await?;
+    } else {
+        let partition_indexes = partition_index_names(client, plan).await?;
+        rename_tree(client, plan, &partition_indexes).await?;
+    }
     let mut report = SwapReport {
         attempts: 0,
         drained,
@@ -198,18 +202,26 @@ async fn swap_under_lock(client: &Client, plan: &RunPlan) -> Result<Option<SwapR
     triggers(client, plan).await?;
     report.foreign_keys = incoming_foreign_keys(client, plan).await?;
     report.views = recreate_views(client, &views).await?;
-    publications(client, plan).await?;
-    if let Some(index) = plan.indexes.iter().find(|i| i.replica_identity) {
-        exec(
-            client,
-            "carrying the replica identity",
-            &format!(
-                "ALTER TABLE {} REPLICA IDENTITY USING INDEX {}",
-                plan.source.table.name,
-                quote_ident(&index.source_name)
-            ),
-        )
-        .await?;
+    if plan.source.carry.complete {
+        // Comments, clustered and replica-identity indexes, publication membership,
+        // by the final names.
+        for statement in &plan.source.carry.after_swap {
+            exec(client, "carrying settings to the new table", statement).await?;
+        }
+    } else {
+        publications(client, plan).await?;
+        if let Some(index) = plan.indexes.iter().find(|i| i.replica_identity) {
+            exec(
+                client,
+                "carrying the replica identity",
+                &format!(
+                    "ALTER TABLE {} REPLICA IDENTITY USING INDEX {}",
+                    plan.source.table.name,
+                    quote_ident(&index.source_name)
+                ),
+            )
+            .await?;
+        }
     }
     read_back(client, plan, &names).await?;
     Ok(Some(report))
@@ -316,6 +328,194 @@ async fn sequences(client: &Client, plan: &RunPlan) -> Result<(), CasError> {
     Ok(())
 }
 
+/// Every row of a query, its columns as text.
+async fn texts(
+    client: &Client,
+    what: &str,
+    sql: &str,
+    params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+) -> Result<Vec<Vec<String>>, CasError> {
+    let rows = client
+        .query(sql, params)
+        .await
+        .map_err(|e| CasError::db(what.to_owned(), e))?;
+    Ok(rows
+        .iter()
+        .map(|r| (0..r.len()).map(|i| r.get::<_, String>(i)).collect())
+        .collect())
+}
+
+/// The index of table `table` attached to index `parent` (both in `schema`).
+async fn attached_child(
+    client: &Client,
+    schema: &str,
+    parent: &str,
+    table: &str,
+) -> Result<Option<String>, CasError> {
+    let rows = texts(
+        client,
+        "reading partition indexes",
+        "SELECT ic.relname::pg_catalog.text FROM pg_catalog.pg_inherits h \
+           JOIN pg_catalog.pg_class ic ON ic.oid OPERATOR(pg_catalog.=) h.inhrelid \
+           JOIN pg_catalog.pg_class p ON p.oid OPERATOR(pg_catalog.=) h.inhparent \
+           JOIN pg_catalog.pg_index i ON i.indexrelid OPERATOR(pg_catalog.=) ic.oid \
+           JOIN pg_catalog.pg_class t ON t.oid OPERATOR(pg_catalog.=) i.indrelid \
+           JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.relnamespace \
+          WHERE n.nspname OPERATOR(pg_catalog.=) $1::pg_catalog.text AND p.relname OPERATOR(pg_catalog.=) $2::pg_catalog.text \
+            AND t.relnamespace OPERATOR(pg_catalog.=) n.oid AND t.relname OPERATOR(pg_catalog.=) $3::pg_catalog.text",
+        &[&schema, &parent, &table],
+    )
+    .await?;
+    Ok(rows.into_iter().next().map(|mut r| r.remove(0)))
+}
+
+/// The renames of a plan whose shadow was made with every final name known: every
+/// index of the source tree (and each source sequence or statistics object whose name
+/// a shadow one takes) goes to an `_pgshift_old_…` name; the shadow's key, planned
+/// indexes, their partitions' indexes, sequences and statistics take their final
+/// names; then the tables exchange names.
+async fn rename_all(client: &Client, plan: &RunPlan) -> Result<(), CasError> {
+    let names = plan.names();
+    let schema = plan.source.table.name.schema.clone().unwrap_or_default();
+    let carry = &plan.source.carry;
+    let source_oids: Vec<u32> = std::iter::once(plan.source.table.oid)
+        .chain(plan.source.partitions.iter().map(|p| p.relation.oid))
+        .collect();
+    let mut sql = Vec::new();
+    for row in texts(
+        client,
+        "reading the source's indexes",
+        "SELECT n.nspname::pg_catalog.text, ic.relname::pg_catalog.text FROM pg_catalog.pg_index i \
+           JOIN pg_catalog.pg_class ic ON ic.oid OPERATOR(pg_catalog.=) i.indexrelid \
+           JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) ic.relnamespace \
+          WHERE i.indrelid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[]) ORDER BY i.indexrelid",
+        &[&source_oids],
+    )
+    .await?
+    {
+        sql.push(format!(
+            "ALTER INDEX {} RENAME TO {}",
+            QualifiedName::qualified(row[0].clone(), row[1].clone()),
+            quote_ident(&names.old_index(&row[1]))
+        ));
+    }
+    for rename in &carry.renames {
+        let temp_schema = rename.temp.schema.clone().unwrap_or_default();
+        let (kind, holder) = if rename.kind == "statistics" {
+            (
+                "STATISTICS",
+                "SELECT s.stxrelid OPERATOR(pg_catalog.=) ANY ($3::pg_catalog.oid[]) FROM pg_catalog.pg_statistic_ext s \
+                   JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) s.stxnamespace \
+                  WHERE n.nspname OPERATOR(pg_catalog.=) $1::pg_catalog.text AND s.stxname OPERATOR(pg_catalog.=) $2::pg_catalog.text",
+            )
+        } else {
+            (
+                "SEQUENCE",
+                "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass \
+                          AND d.objid OPERATOR(pg_catalog.=) c.oid AND d.refobjid OPERATOR(pg_catalog.=) ANY ($3::pg_catalog.oid[])) \
+                   FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
+                  WHERE n.nspname OPERATOR(pg_catalog.=) $1::pg_catalog.text AND c.relname OPERATOR(pg_catalog.=) $2::pg_catalog.text",
+            )
+        };
+        let holder = client
+            .query_opt(holder, &[&temp_schema, &rename.final_name, &source_oids])
+            .await
+            .map_err(|e| CasError::db("reading who holds a name", e))?;
+        let final_name = QualifiedName::qualified(temp_schema.clone(), rename.final_name.clone());
+        match holder.map(|r| r.get::<_, bool>(0)) {
+            Some(true) => sql.push(format!(
+                "ALTER {kind} {final_name} RENAME TO {}",
+                quote_ident(&names.old_index(&rename.final_name))
+            )),
+            Some(false) => {
+                return Err(CasError::Record(format!(
+                "{final_name} is taken by an object that is not the source's; rename it and resume"
+            )))
+            }
+            None => {}
+        }
+    }
+    // The partitions' indexes first, found through their parents' temporary names.
+    let mut parents: Vec<(&str, &[String])> = plan
+        .indexes
+        .iter()
+        .filter(|i| i.partition.is_none())
+        .map(|i| (i.temp_name.as_str(), i.partition_names.as_slice()))
+        .collect();
+    parents.push((
+        plan.shadow_key_name.as_str(),
+        carry.key_partition_names.as_slice(),
+    ));
+    for (parent, finals) in parents {
+        for (shadow_partition, final_name) in plan.shadow_partitions.iter().zip(finals) {
+            if let Some(child) =
+                attached_child(client, &schema, parent, &shadow_partition.name).await?
+            {
+                sql.push(format!(
+                    "ALTER INDEX {} RENAME TO {}",
+                    in_schema(&plan.source.table.name.schema, &child),
+                    quote_ident(final_name)
+                ));
+            }
+        }
+    }
+    if let Some(key) = plan.source.indexes.iter().find(|i| i.primary) {
+        sql.push(format!(
+            "ALTER INDEX {} RENAME TO {}",
+            in_schema(&plan.source.table.name.schema, &plan.shadow_key_name),
+            quote_ident(&key.name)
+        ));
+    }
+    for index in &plan.indexes {
+        sql.push(format!(
+            "ALTER INDEX {} RENAME TO {}",
+            in_schema(&plan.source.table.name.schema, &index.temp_name),
+            quote_ident(&index.source_name)
+        ));
+    }
+    for rename in &carry.renames {
+        let kind = if rename.kind == "statistics" {
+            "STATISTICS"
+        } else {
+            "SEQUENCE"
+        };
+        sql.push(format!(
+            "ALTER {kind} {} RENAME TO {}",
+            rename.temp,
+            quote_ident(&rename.final_name)
+        ));
+    }
+    sql.push(format!(
+        "ALTER TABLE {} RENAME TO {}",
+        plan.source.table.name,
+        quote_ident(&names.old(&plan.source.table.name).name)
+    ));
+    for partition in &plan.source.partitions {
+        sql.push(format!(
+            "ALTER TABLE {} RENAME TO {}",
+            partition.relation.name,
+            quote_ident(&names.old(&partition.relation.name).name)
+        ));
+    }
+    sql.push(format!(
+        "ALTER TABLE {} RENAME TO {}",
+        plan.shadow,
+        quote_ident(&plan.source.table.name.name)
+    ));
+    for (shadow_partition, source_partition) in
+        plan.shadow_partitions.iter().zip(&plan.source.partitions)
+    {
+        sql.push(format!(
+            "ALTER TABLE {shadow_partition} RENAME TO {}",
+            quote_ident(&source_partition.relation.name.name)
+        ));
+    }
+    for statement in sql {
+        exec(client, "exchanging names", &statement).await?;
+    }
+    Ok(())
+}
+
 fn in_schema(schema: &Option<String>, name: &str) -> QualifiedName {
     QualifiedName {
         schema: schema.clone(),
@@ -404,6 +604,19 @@ async fn triggers(client: &Client, plan: &RunPlan) -> Result<(), CasError> {
         exec(client, "recreating a trigger", &trigger.definition).await?;
     }
     for trigger in &plan.source.triggers {
+        if let Some(comment) = &trigger.comment {
+            exec(
+                client,
+                "commenting a trigger",
+                &format!(
+                    "COMMENT ON TRIGGER {} ON {} IS {}",
+                    quote_ident(&trigger.name),
+                    trigger.on,
+                    pgshift_sql::quote_literal(comment)
+                ),
+            )
+            .await?;
+        }
         let action = match trigger.enabled.as_str() {
             "A" => "ENABLE ALWAYS",
             "R" => "ENABLE REPLICA",
@@ -444,6 +657,19 @@ async fn incoming_foreign_keys(client: &Client, plan: &RunPlan) -> Result<Vec<St
             ),
         )
         .await?;
+        if let Some(comment) = &fk.comment {
+            exec(
+                client,
+                "commenting a foreign key",
+                &format!(
+                    "COMMENT ON CONSTRAINT {} ON {} IS {}",
+                    quote_ident(&fk.name),
+                    fk.table,
+                    pgshift_sql::quote_literal(comment)
+                ),
+            )
+            .await?;
+        }
         out.push(format!("{}.{}", fk.table, quote_ident(&fk.name)));
     }
     Ok(out)
@@ -653,7 +879,8 @@ async fn read_back(
         .filter(|t| !t.clone && t.on == plan.source.table.name)
         .count();
     // INV: CO-8 — before COMMIT, the name denotes the new table, the old name the
-    // source, and the new table carries every user trigger and every planned index.
+    // source, and the new table carries every user trigger and every planned index
+    // (those the statement added included), under final names only.
     let triggers: i64 = row.get(1);
     if usize::try_from(triggers).unwrap_or(usize::MAX) != expected_triggers {
         return Err(CasError::Record(format!(
@@ -661,11 +888,42 @@ async fn read_back(
         )));
     }
     let indexes: i64 = row.get(2);
-    let expected_indexes = plan.indexes.len() + 1;
+    let expected_indexes = plan
+        .indexes
+        .iter()
+        .filter(|i| i.partition.is_none())
+        .count()
+        + 1;
     if usize::try_from(indexes).unwrap_or(usize::MAX) != expected_indexes {
         return Err(CasError::Record(format!(
             "the new table has {indexes} indexes; the plan built {expected_indexes}"
         )));
+    }
+    if plan.source.carry.complete {
+        // Every name on the new tree is a final one: the source's, or PostgreSQL's for
+        // what the statement added.
+        let leftover = texts(
+            client,
+            "reading the swap back",
+            "WITH tree AS (SELECT $1::pg_catalog.oid AS oid UNION ALL \
+                           SELECT h.inhrelid FROM pg_catalog.pg_inherits h WHERE h.inhparent OPERATOR(pg_catalog.=) $1::pg_catalog.oid) \
+             SELECT ic.relname::pg_catalog.text FROM tree JOIN pg_catalog.pg_index i ON i.indrelid OPERATOR(pg_catalog.=) tree.oid \
+               JOIN pg_catalog.pg_class ic ON ic.oid OPERATOR(pg_catalog.=) i.indexrelid WHERE ic.relname::pg_catalog.text ~ '^_pgshift_' \
+             UNION ALL SELECT con.conname::pg_catalog.text FROM tree JOIN pg_catalog.pg_constraint con ON con.conrelid OPERATOR(pg_catalog.=) tree.oid \
+              WHERE con.conname::pg_catalog.text ~ '^_pgshift_'",
+            &[&new_oid],
+        )
+        .await?;
+        if !leftover.is_empty() {
+            return Err(CasError::Record(format!(
+                "the new table still has temporary names: {}",
+                leftover
+                    .iter()
+                    .map(|r| r[0].clone())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
     }
     Ok(())
 }

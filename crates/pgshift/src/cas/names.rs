@@ -63,6 +63,18 @@ impl RunNames {
         format!("_pgshift_{}_i{n}", self.run)
     }
 
+    /// The schema the shadow is first made in, under the source's own names; it
+    /// exists only inside the transaction that creates the shadow.
+    pub fn scratch_schema(&self) -> String {
+        format!("_pgshift_{}_scratch", self.run)
+    }
+
+    /// A temporary name for the `n`-th object of a kind (`r` a partition's index of
+    /// the key, `q` a sequence, `x` extended statistics) of the shadow tree.
+    pub fn shadow_object(&self, kind: char, n: usize) -> String {
+        format!("_pgshift_{}_{kind}{n}", self.run)
+    }
+
     /// The name an index or constraint of the source takes at the swap.
     pub fn old_index(&self, name: &str) -> String {
         fit(&format!("_pgshift_old_{}_", self.run), name)

@@ -33,7 +33,8 @@ pub struct CopyColumn {
 /// An index or constraint to build on the shadow after the copy.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShadowIndex {
-    /// The source's name for it (the shadow's takes it at the swap).
+    /// The name it takes at the swap: the source's name for it, or, for one the
+    /// statement added, the name PostgreSQL gives it on the real table.
     pub source_name: String,
     /// The name it is built under.
     pub temp_name: String,
@@ -43,6 +44,55 @@ pub struct ShadowIndex {
     pub constraint: bool,
     /// Whether replica identity uses it.
     pub replica_identity: bool,
+    /// The partition (by position in the source's partitions) it belongs to, for an
+    /// index of a partition's own; `None` for an index of the table.
+    #[serde(default)]
+    pub partition: Option<usize>,
+    /// For an index of a partitioned table, the name each partition's index takes at
+    /// the swap (in the order of the source's partitions; empty: the source's
+    /// counterparts' names, found at the swap).
+    #[serde(default)]
+    pub partition_names: Vec<String>,
+}
+
+/// A relation or object of the shadow created under a temporary name and renamed at
+/// the swap (identity sequences, extended statistics).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannedRename {
+    /// `sequence` or `statistics`.
+    pub kind: String,
+    /// Its temporary name.
+    pub temp: QualifiedName,
+    /// The name it takes at the swap (in the same schema); an object of the source
+    /// holding that name is renamed away first.
+    pub final_name: String,
+}
+
+/// What creating the shadow found must be carried through the swap, beyond the
+/// indexes and constraints built after the copy.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Carry {
+    /// Whether the shadow was created by this design (a scratch schema, every name
+    /// as PostgreSQL gives it on the real table); plans recorded before have none of
+    /// what follows.
+    #[serde(default)]
+    pub complete: bool,
+    /// The name each shadow partition's primary key index takes at the swap.
+    #[serde(default)]
+    pub key_partition_names: Vec<String>,
+    /// Sequences and statistics renamed at the swap.
+    #[serde(default)]
+    pub renames: Vec<PlannedRename>,
+    /// Statements run at the swap after the renames, naming the new tree by its final
+    /// names (comments, clustered and replica-identity indexes, publication
+    /// membership), built from quoted identifiers when the shadow was created.
+    #[serde(default)]
+    pub after_swap: Vec<String>,
+    /// Whether the applier writes the shadow with `session_replication_role =
+    /// replica` (a foreign key of the table to itself would otherwise act on the
+    /// rows the applier deletes and inserts again).
+    #[serde(default)]
+    pub replica_apply: bool,
 }
 
 /// A constraint added to the shadow after the copy (foreign keys out, NOT VALID checks).

@@ -374,10 +374,31 @@ fn preflight(facts: &SourceFacts) -> Result<(), CasError> {
             format!("{name} is unlogged or temporary; copy-and-swap needs a permanent table"),
         );
     }
+    if let Some(partition) = facts
+        .partitions
+        .iter()
+        .find(|p| p.relation.persistence != "p")
+    {
+        return refuse(
+            RefusalCause::NonPermanentTable,
+            format!(
+                "partition {} of {name} is unlogged; copy-and-swap needs permanent tables",
+                partition.relation.name
+            ),
+        );
+    }
     if facts.key.is_none() {
         return refuse(
             RefusalCause::NoUsableKey,
             format!("{name} has no primary key; copy-and-swap copies and verifies in key order"),
+        );
+    }
+    if facts.key_deferrable {
+        return refuse(
+            RefusalCause::NoUsableKey,
+            format!(
+                "the primary key of {name} is deferrable; the copy relies on an immediately checked key to never overwrite a row"
+            ),
         );
     }
     if facts.nested_partitions {

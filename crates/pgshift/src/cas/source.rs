@@ -88,6 +88,12 @@ pub struct SourceConstraint {
     pub definition: String,
     /// `convalidated`.
     pub validated: bool,
+    /// Whether it is a foreign key referencing the table itself.
+    #[serde(default)]
+    pub references_self: bool,
+    /// Its comment.
+    #[serde(default)]
+    pub comment: Option<String>,
 }
 
 /// A foreign key of another table referencing the source.
@@ -99,6 +105,9 @@ pub struct IncomingForeignKey {
     pub name: String,
     /// `pg_get_constraintdef`.
     pub definition: String,
+    /// Its comment.
+    #[serde(default)]
+    pub comment: Option<String>,
 }
 
 /// A user trigger.
@@ -115,6 +124,9 @@ pub struct SourceTrigger {
     pub enabled: String,
     /// Whether it is a clone of a parent trigger.
     pub clone: bool,
+    /// Its comment (a clone has its own).
+    #[serde(default)]
+    pub comment: Option<String>,
 }
 
 /// A sequence the source's values come from.
@@ -156,6 +168,9 @@ pub struct SourcePolicy {
     pub using: Option<String>,
     /// `WITH CHECK` expression.
     pub check: Option<String>,
+    /// Its comment.
+    #[serde(default)]
+    pub comment: Option<String>,
 }
 
 /// The source as copy-and-swap sees it.
@@ -177,6 +192,10 @@ pub struct SourceFacts {
     pub key: Option<KeySpec>,
     /// The primary key constraint's name.
     pub key_name: Option<String>,
+    /// Whether the primary key is deferrable (the copy cannot use it to skip rows the
+    /// shadow already has).
+    #[serde(default)]
+    pub key_deferrable: bool,
     /// Indexes of the parent.
     pub indexes: Vec<SourceIndex>,
     /// Constraints without an index.
@@ -210,6 +229,10 @@ pub struct SourceFacts {
     pub uncarried: Vec<String>,
     /// A fingerprint of the shape, compared again at the swap.
     pub fingerprint: String,
+    /// What creating the shadow found must be carried through the swap (filled in
+    /// when the shadow is created; empty before).
+    #[serde(default)]
+    pub carry: super::plan::Carry,
 }
 
 fn db(what: &str) -> impl FnOnce(tokio_postgres::Error) -> CasError + '_ {
@@ -269,7 +292,7 @@ async fn read_in_snapshot(client: &Client, oid: u32) -> Result<SourceFacts, CasE
     let partitions = partitions(client, oid).await?;
     let nested_partitions = partitions.iter().any(|p| p.relation.relkind == "p");
     let columns = columns(client, oid).await?;
-    let (key, key_name) = primary_key(client, oid).await?;
+    let (key, key_name, key_deferrable) = primary_key(client, oid).await?;
     let indexes = indexes(client, oid).await?;
     let constraints = constraints(client, oid).await?;
     let incoming = incoming(client, oid).await?;
@@ -292,6 +315,7 @@ async fn read_in_snapshot(client: &Client, oid: u32) -> Result<SourceFacts, CasE
         columns,
         key,
         key_name,
+        key_deferrable,
         indexes,
         constraints,
         incoming,
@@ -307,6 +331,7 @@ async fn read_in_snapshot(client: &Client, oid: u32) -> Result<SourceFacts, CasE
         nested_views,
         uncarried,
         fingerprint,
+        carry: super::plan::Carry::default(),
     })
 }
 
@@ -390,10 +415,10 @@ async fn columns(client: &Client, oid: u32) -> Result<Vec<SourceColumn>, CasErro
 async fn primary_key(
     client: &Client,
     oid: u32,
-) -> Result<(Option<KeySpec>, Option<String>), CasError> {
+) -> Result<(Option<KeySpec>, Option<String>, bool), CasError> {
     let rows = client
         .query(
-            "SELECT con.conname::pg_catalog.text, a.attname::pg_catalog.text, pg_catalog.format_type(a.atttypid, a.atttypmod) \
+            "SELECT con.conname::pg_catalog.text, a.attname::pg_catalog.text, pg_catalog.format_type(a.atttypid, a.atttypmod), con.condeferrable \
                FROM pg_catalog.pg_constraint con \
                CROSS JOIN LATERAL pg_catalog.unnest(con.conkey) WITH ORDINALITY AS k(attnum, ord) \
                JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) con.conrelid AND a.attnum OPERATOR(pg_catalog.=) k.attnum \
@@ -404,9 +429,10 @@ async fn primary_key(
         .await
         .map_err(db("reading the primary key"))?;
     if rows.is_empty() {
-        return Ok((None, None));
+        return Ok((None, None, false));
     }
     let name: String = rows[0].get(0);
+    let deferrable: bool = rows[0].get(3);
     let columns = rows
         .iter()
         .map(|row| KeyColumn {
@@ -415,7 +441,7 @@ async fn primary_key(
         })
         .collect();
     let key = KeySpec::new(columns).map_err(|e| CasError::Record(e.to_string()))?;
-    Ok((Some(key), Some(name)))
+    Ok((Some(key), Some(name), deferrable))
 }
 
 async fn indexes(client: &Client, oid: u32) -> Result<Vec<SourceIndex>, CasError> {
@@ -461,7 +487,9 @@ async fn indexes(client: &Client, oid: u32) -> Result<Vec<SourceIndex>, CasError
 async fn constraints(client: &Client, oid: u32) -> Result<Vec<SourceConstraint>, CasError> {
     let rows = client
         .query(
-            "SELECT con.conname::pg_catalog.text, con.contype::pg_catalog.text, pg_catalog.pg_get_constraintdef(con.oid), con.convalidated \
+            "SELECT con.conname::pg_catalog.text, con.contype::pg_catalog.text, pg_catalog.pg_get_constraintdef(con.oid), con.convalidated, \
+                    con.contype OPERATOR(pg_catalog.=) 'f' AND con.confrelid OPERATOR(pg_catalog.=) con.conrelid, \
+                    pg_catalog.obj_description(con.oid, 'pg_constraint') \
                FROM pg_catalog.pg_constraint con \
               WHERE con.conrelid OPERATOR(pg_catalog.=) $1 AND con.contype OPERATOR(pg_catalog.<>) ALL ('{p,u,x}') \
                 AND con.conparentid OPERATOR(pg_catalog.=) 0 \
@@ -477,6 +505,8 @@ async fn constraints(client: &Client, oid: u32) -> Result<Vec<SourceConstraint>,
             kind: row.get(1),
             definition: row.get(2),
             validated: row.get(3),
+            references_self: row.get(4),
+            comment: row.get(5),
         })
         .collect())
 }
@@ -484,7 +514,8 @@ async fn constraints(client: &Client, oid: u32) -> Result<Vec<SourceConstraint>,
 async fn incoming(client: &Client, oid: u32) -> Result<Vec<IncomingForeignKey>, CasError> {
     let rows = client
         .query(
-            "SELECT n.nspname::pg_catalog.text, c.relname::pg_catalog.text, con.conname::pg_catalog.text, pg_catalog.pg_get_constraintdef(con.oid) \
+            "SELECT n.nspname::pg_catalog.text, c.relname::pg_catalog.text, con.conname::pg_catalog.text, pg_catalog.pg_get_constraintdef(con.oid), \
+                    pg_catalog.obj_description(con.oid, 'pg_constraint') \
                FROM pg_catalog.pg_constraint con \
                JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) con.conrelid \
                JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
@@ -501,6 +532,7 @@ async fn incoming(client: &Client, oid: u32) -> Result<Vec<IncomingForeignKey>, 
             table: QualifiedName::qualified(row.get::<_, String>(0), row.get::<_, String>(1)),
             name: row.get(2),
             definition: row.get(3),
+            comment: row.get(4),
         })
         .collect())
 }
@@ -511,13 +543,14 @@ async fn triggers(client: &Client, relations: &[u32]) -> Result<Vec<SourceTrigge
             "SELECT n.nspname::pg_catalog.text, c.relname::pg_catalog.text, t.tgname::pg_catalog.text, \
                     pg_catalog.pg_get_triggerdef(t.oid), t.tgenabled::pg_catalog.text, \
                     t.tgparentid OPERATOR(pg_catalog.<>) 0, \
-                    coalesce((SELECT p.tgenabled::pg_catalog.text FROM pg_catalog.pg_trigger p WHERE p.oid OPERATOR(pg_catalog.=) t.tgparentid), '') \
+                    coalesce((SELECT p.tgenabled::pg_catalog.text FROM pg_catalog.pg_trigger p WHERE p.oid OPERATOR(pg_catalog.=) t.tgparentid), ''), \
+                    pg_catalog.obj_description(t.oid, 'pg_trigger') \
                FROM pg_catalog.pg_trigger t \
                JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.tgrelid \
                JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
               WHERE t.tgrelid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[]) \
                 AND (NOT t.tgisinternal OR t.tgparentid OPERATOR(pg_catalog.<>) 0) \
-                AND t.tgconstrrelid OPERATOR(pg_catalog.=) 0 AND NOT EXISTS ( \
+                AND NOT EXISTS ( \
                     SELECT 1 FROM pg_catalog.pg_constraint con WHERE con.oid OPERATOR(pg_catalog.=) t.tgconstraint AND con.contype OPERATOR(pg_catalog.=) 'f') \
                 AND t.tgname::pg_catalog.text !~ '^pgshift_' \
               ORDER BY (t.tgrelid OPERATOR(pg_catalog.=) ($1::pg_catalog.oid[])[1]) DESC, 1, 2, 3",
@@ -530,7 +563,8 @@ async fn triggers(client: &Client, relations: &[u32]) -> Result<Vec<SourceTrigge
         let clone: bool = row.get(5);
         let enabled: String = row.get(4);
         let parent_enabled: String = row.get(6);
-        if clone && enabled == parent_enabled {
+        let comment: Option<String> = row.get(7);
+        if clone && enabled == parent_enabled && comment.is_none() {
             continue;
         }
         out.push(SourceTrigger {
@@ -539,6 +573,7 @@ async fn triggers(client: &Client, relations: &[u32]) -> Result<Vec<SourceTrigge
             definition: if clone { String::new() } else { row.get(3) },
             enabled,
             clone,
+            comment,
         });
     }
     Ok(out)
@@ -598,13 +633,15 @@ async fn grants(client: &Client, oid: u32) -> Result<Vec<SourceGrant>, CasError>
         .collect())
 }
 
-async fn policies(client: &Client, oid: u32) -> Result<Vec<SourcePolicy>, CasError> {
+/// The row-level security policies of relation `oid`.
+pub(crate) async fn policies(client: &Client, oid: u32) -> Result<Vec<SourcePolicy>, CasError> {
     let rows = client
         .query(
             "SELECT p.polname::pg_catalog.text, p.polcmd::pg_catalog.text, p.polpermissive, \
                     ARRAY(SELECT CASE WHEN r OPERATOR(pg_catalog.=) 0 THEN 'public' ELSE pg_catalog.pg_get_userbyid(r)::pg_catalog.text END \
                             FROM pg_catalog.unnest(p.polroles) r), \
-                    pg_catalog.pg_get_expr(p.polqual, p.polrelid), pg_catalog.pg_get_expr(p.polwithcheck, p.polrelid) \
+                    pg_catalog.pg_get_expr(p.polqual, p.polrelid), pg_catalog.pg_get_expr(p.polwithcheck, p.polrelid), \
+                    pg_catalog.obj_description(p.oid, 'pg_policy') \
                FROM pg_catalog.pg_policy p WHERE p.polrelid OPERATOR(pg_catalog.=) $1 ORDER BY 1",
             &[&oid],
         )
@@ -619,6 +656,7 @@ async fn policies(client: &Client, oid: u32) -> Result<Vec<SourcePolicy>, CasErr
             roles: row.get(3),
             using: row.get(4),
             check: row.get(5),
+            comment: row.get(6),
         })
         .collect())
 }
@@ -684,8 +722,10 @@ pub async fn fingerprint_of(client: &Client, relations: &[u32]) -> Result<String
 
 /// A digest of the tree's shape (columns, indexes, constraints, triggers, partitions)
 /// and of what the swap carries over (grants, row security, policies, replica
-/// identity, storage parameters, owner, comment, statistics targets): anything that
-/// changes it between preflight and the swap makes the swap refuse.
+/// identity, storage parameters of the tables and their TOAST tables, tablespaces,
+/// owner, comments on everything, statistics targets and column options, clustered
+/// indexes, extended statistics, publication membership): anything that changes it
+/// between preflight and the swap makes the swap refuse.
 async fn fingerprint(client: &Client, relations: &[u32]) -> Result<String, CasError> {
     let row = client
         .query_one(
@@ -700,7 +740,25 @@ async fn fingerprint(client: &Client, relations: &[u32]) -> Result<String, CasEr
                        pg_catalog.obj_description(c.oid, 'pg_class')), ',' ORDER BY c.oid) FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[])), \
                (SELECT pg_catalog.string_agg(pg_catalog.concat_ws(':', a.attrelid, a.attnum, a.attacl, a.attstattarget), ',' ORDER BY a.attrelid, a.attnum) \
                   FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[]) AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped), \
-               (SELECT pg_catalog.string_agg(pol.oid::pg_catalog.text, ',' ORDER BY pol.oid) FROM pg_catalog.pg_policy pol WHERE pol.polrelid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[]))))",
+               (SELECT pg_catalog.string_agg(pg_catalog.concat_ws(':', pol.oid, pg_catalog.obj_description(pol.oid, 'pg_policy')), ',' ORDER BY pol.oid) \
+                  FROM pg_catalog.pg_policy pol WHERE pol.polrelid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[])), \
+               (SELECT pg_catalog.string_agg(pg_catalog.concat_ws(':', i.indexrelid, ic.reltablespace, i.indisclustered, i.indisreplident, \
+                       pg_catalog.obj_description(i.indexrelid, 'pg_class')), ',' ORDER BY i.indexrelid) \
+                  FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class ic ON ic.oid OPERATOR(pg_catalog.=) i.indexrelid \
+                 WHERE i.indrelid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[])), \
+               (SELECT pg_catalog.string_agg(pg_catalog.concat_ws(':', con.oid, pg_catalog.obj_description(con.oid, 'pg_constraint')), ',' ORDER BY con.oid) \
+                  FROM pg_catalog.pg_constraint con WHERE con.conrelid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[])), \
+               (SELECT pg_catalog.string_agg(pg_catalog.concat_ws(':', t.oid, pg_catalog.obj_description(t.oid, 'pg_trigger')), ',' ORDER BY t.oid) \
+                  FROM pg_catalog.pg_trigger t WHERE t.tgrelid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[]) AND t.tgname::pg_catalog.text !~ '^pgshift_'), \
+               (SELECT pg_catalog.string_agg(pg_catalog.concat_ws(':', c.oid, c.reltablespace, tc.reloptions), ',' ORDER BY c.oid) \
+                  FROM pg_catalog.pg_class c LEFT JOIN pg_catalog.pg_class tc ON tc.oid OPERATOR(pg_catalog.=) c.reltoastrelid \
+                 WHERE c.oid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[])), \
+               (SELECT pg_catalog.string_agg(pg_catalog.concat_ws(':', a.attrelid, a.attnum, a.attoptions, pg_catalog.col_description(a.attrelid, a.attnum)), ',' ORDER BY a.attrelid, a.attnum) \
+                  FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[]) AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped), \
+               (SELECT pg_catalog.string_agg(pg_catalog.concat_ws(':', st.oid, st.stxname, st.stxstattarget, pg_catalog.obj_description(st.oid, 'pg_statistic_ext')), ',' ORDER BY st.oid) \
+                  FROM pg_catalog.pg_statistic_ext st WHERE st.stxrelid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[])), \
+               (SELECT pg_catalog.string_agg(pg_catalog.concat_ws(':', pr.prrelid, pr.prpubid), ',' ORDER BY pr.prrelid, pr.prpubid) \
+                  FROM pg_catalog.pg_publication_rel pr WHERE pr.prrelid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[]))))",
             &[&relations.to_vec()],
         )
         .await

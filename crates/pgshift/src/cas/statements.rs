@@ -16,6 +16,7 @@ pub struct Statements {
     expressions: String,
     source_digest: String,
     shadow_digest: String,
+    replica: bool,
 }
 
 impl Statements {
@@ -42,7 +43,15 @@ impl Statements {
             expressions: expressions.join(", "),
             source_digest: source_digest.join(", "),
             shadow_digest: shadow_digest.join(", "),
+            replica: plan.source.carry.replica_apply,
         }
+    }
+
+    /// Whether changes are applied to the shadow with `session_replication_role =
+    /// replica` (so that a foreign key of the table to itself does not act on the rows
+    /// the applier deletes and inserts again).
+    pub fn replica(&self) -> bool {
+        self.replica
     }
 
     /// The key.

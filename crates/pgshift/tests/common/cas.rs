@@ -211,3 +211,119 @@ impl LockHolder {
         }
     }
 }
+
+/// The server's `server_version_num`.
+pub fn server_version(db: &str) -> i32 {
+    value(db, "SHOW server_version_num")
+        .parse()
+        .expect("a version number")
+}
+
+/// Creates `roles` if they do not exist yet (roles are shared by every database of
+/// the cluster, and tests run at once).
+pub fn ensure_roles(db: &str, roles: &[&str]) {
+    for role in roles {
+        cluster()
+            .psql(
+                db,
+                &format!(
+                    "DO $$ BEGIN CREATE ROLE {role}; \
+                     EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$"
+                ),
+            )
+            .expect("role");
+    }
+}
+
+/// Everything about `table` and its partitions that a swap must carry, one fact per
+/// line, sorted, by name (never by OID): each relation (kind, persistence, owner,
+/// tablespace, replica identity, row security flags, storage parameters of the table
+/// and of its TOAST table, access method, comment, grants, partition key and bound);
+/// each column (type, not-null, default, generation, identity, statistics target,
+/// storage, compression, collation, options, comment, grants); each index
+/// (`pg_get_indexdef`, tablespace, clustered, replica identity, validity, comment);
+/// each constraint (`pg_get_constraintdef`, validated, comment); each user trigger
+/// (`tgenabled`, `pg_get_triggerdef`, comment); each policy; publication membership
+/// (with row filter and column list from PostgreSQL 15); the sequence behind each
+/// column of the parent (name, parameters, owner, grants, comment); extended
+/// statistics (definition, target, comment).
+pub fn identity(db: &str, table: &str) -> String {
+    let version = server_version(db);
+    let publication = if version >= 150000 {
+        "format(' where=%s columns=%s', pg_get_expr(r.prqual, r.prrelid), r.prattrs)"
+    } else {
+        "''"
+    };
+    let stattarget = "coalesce(a.attstattarget::int, -1)";
+    let acl = |column: &str| {
+        format!("(SELECT string_agg(x::text, ',' ORDER BY x::text) FROM unnest({column}) x)")
+    };
+    let sql = format!(
+        "WITH tree AS ( \
+           SELECT '{table}'::regclass::oid AS oid \
+           UNION ALL SELECT inhrelid FROM pg_inherits WHERE inhparent = '{table}'::regclass), \
+         lines AS ( \
+           SELECT format('relation %s kind=%s persistence=%s owner=%s tablespace=%s replident=%s rls=%s/%s options=%s toast_options=%s am=%s comment=%s acl=%s partkey=%s bound=%s', \
+                         c.relname, c.relkind, c.relpersistence, pg_get_userbyid(c.relowner), coalesce(ts.spcname, '-'), c.relreplident, \
+                         c.relrowsecurity, c.relforcerowsecurity, c.reloptions, tc.reloptions, am.amname, obj_description(c.oid, 'pg_class'), \
+                         {relacl}, CASE WHEN c.relkind = 'p' THEN pg_get_partkeydef(c.oid) END, pg_get_expr(c.relpartbound, c.oid)) AS line \
+             FROM tree JOIN pg_class c ON c.oid = tree.oid LEFT JOIN pg_tablespace ts ON ts.oid = c.reltablespace \
+             LEFT JOIN pg_class tc ON tc.oid = c.reltoastrelid LEFT JOIN pg_am am ON am.oid = c.relam \
+           UNION ALL SELECT format('column %s.%s %s notnull=%s default=%s generated=%s identity=%s stattarget=%s storage=%s compression=%s collation=%s options=%s comment=%s acl=%s', \
+                         c.relname, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull, \
+                         regexp_replace(pg_get_expr(d.adbin, d.adrelid), '\\s+', ' ', 'g'), a.attgenerated, a.attidentity, {stattarget}, \
+                         a.attstorage, a.attcompression, co.collname, a.attoptions, col_description(c.oid, a.attnum), {attacl}) \
+             FROM tree JOIN pg_class c ON c.oid = tree.oid JOIN pg_attribute a ON a.attrelid = c.oid \
+             LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum LEFT JOIN pg_collation co ON co.oid = a.attcollation \
+            WHERE a.attnum > 0 AND NOT a.attisdropped \
+           UNION ALL SELECT format('index %s.%s %s tablespace=%s clustered=%s replident=%s valid=%s comment=%s', \
+                         c.relname, ic.relname, pg_get_indexdef(i.indexrelid), coalesce(ts.spcname, '-'), i.indisclustered, i.indisreplident, \
+                         i.indisvalid, obj_description(i.indexrelid, 'pg_class')) \
+             FROM tree JOIN pg_class c ON c.oid = tree.oid JOIN pg_index i ON i.indrelid = c.oid JOIN pg_class ic ON ic.oid = i.indexrelid \
+             LEFT JOIN pg_tablespace ts ON ts.oid = ic.reltablespace \
+           UNION ALL SELECT format('constraint %s.%s %s %s validated=%s comment=%s', c.relname, con.conname, con.contype, \
+                         pg_get_constraintdef(con.oid), con.convalidated, obj_description(con.oid, 'pg_constraint')) \
+             FROM tree JOIN pg_class c ON c.oid = tree.oid JOIN pg_constraint con ON con.conrelid = c.oid \
+           UNION ALL SELECT format('trigger %s.%s %s %s comment=%s', c.relname, t.tgname, t.tgenabled, pg_get_triggerdef(t.oid), \
+                         obj_description(t.oid, 'pg_trigger')) \
+             FROM tree JOIN pg_class c ON c.oid = tree.oid JOIN pg_trigger t ON t.tgrelid = c.oid WHERE NOT t.tgisinternal \
+           UNION ALL SELECT format('policy %s.%s permissive=%s cmd=%s roles=%s using=%s check=%s comment=%s', c.relname, p.polname, \
+                         p.polpermissive, p.polcmd, (SELECT string_agg(CASE WHEN r = 0 THEN 'public' ELSE pg_get_userbyid(r)::text END, ',' ORDER BY 1) FROM unnest(p.polroles) r), \
+                         pg_get_expr(p.polqual, p.polrelid), pg_get_expr(p.polwithcheck, p.polrelid), obj_description(p.oid, 'pg_policy')) \
+             FROM tree JOIN pg_class c ON c.oid = tree.oid JOIN pg_policy p ON p.polrelid = c.oid \
+           UNION ALL SELECT format('publication %s %s', pub.pubname, c.relname) || {publication} \
+             FROM tree JOIN pg_class c ON c.oid = tree.oid JOIN pg_publication_rel r ON r.prrelid = c.oid JOIN pg_publication pub ON pub.oid = r.prpubid \
+           UNION ALL SELECT format('sequence %s.%s %s type=%s start=%s increment=%s min=%s max=%s cache=%s cycle=%s owner=%s acl=%s comment=%s', \
+                         c.relname, a.attname, s.oid::regclass, format_type(q.seqtypid, NULL), q.seqstart, q.seqincrement, q.seqmin, q.seqmax, q.seqcache, \
+                         q.seqcycle, pg_get_userbyid(s.relowner), {seqacl}, obj_description(s.oid, 'pg_class')) \
+             FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid \
+             CROSS JOIN LATERAL (SELECT pg_get_serial_sequence(c.oid::regclass::text, a.attname)::regclass AS seq) g \
+             JOIN pg_class s ON s.oid = g.seq JOIN pg_sequence q ON q.seqrelid = s.oid \
+            WHERE c.oid = '{table}'::regclass AND a.attnum > 0 AND NOT a.attisdropped \
+           UNION ALL SELECT format('statistics %s.%s %s target=%s comment=%s', n.nspname, s.stxname, pg_get_statisticsobjdef(s.oid), \
+                         s.stxstattarget, obj_description(s.oid, 'pg_statistic_ext')) \
+             FROM tree JOIN pg_statistic_ext s ON s.stxrelid = tree.oid JOIN pg_namespace n ON n.oid = s.stxnamespace) \
+         SELECT string_agg(line, E'\\n' ORDER BY line) FROM lines",
+        relacl = acl("c.relacl"),
+        attacl = acl("a.attacl"),
+        seqacl = acl("s.relacl"),
+    );
+    value(db, &sql)
+}
+
+/// Compares two identities line by line; the message lists what is missing from
+/// `actual` and what it has in excess.
+pub fn assert_same_identity(expected: &[String], actual: &str, what: &str) {
+    let actual: Vec<String> = actual.lines().map(str::to_owned).collect();
+    let missing: Vec<&String> = expected.iter().filter(|l| !actual.contains(l)).collect();
+    let extra: Vec<&String> = actual.iter().filter(|l| !expected.contains(l)).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "{what}: identity changed\nmissing: {missing:#?}\nextra: {extra:#?}"
+    );
+}
+
+/// `before`'s lines, each passed through `edit` (`None` drops the line).
+pub fn edited(before: &str, edit: impl Fn(&str) -> Option<String>) -> Vec<String> {
+    before.lines().filter_map(edit).collect()
+}
