@@ -49,6 +49,8 @@
 
 #![deny(missing_docs)]
 
+pub mod bench;
+pub mod chart;
 pub mod content;
 mod errlog;
 mod error;
@@ -61,6 +63,7 @@ pub mod pacing;
 mod psql;
 mod rng;
 pub mod schema;
+pub mod stats;
 mod table;
 pub mod timeline;
 

@@ -92,7 +92,13 @@ impl OpStats {
             OpResult::Unknown => self.unknown += 1,
         }
         let us = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
-        self.latency_us.saturating_record(us);
+        // `record` grows the auto-resizing histogram to hold the value;
+        // `saturating_record` would clamp it to the current (initially tiny)
+        // range instead: with 2 significant digits, every latency above
+        // 255 us became 2 us.
+        if self.latency_us.record(us).is_err() {
+            self.latency_us.saturating_record(us);
+        }
     }
 
     /// Operations counted, whatever their outcome.
@@ -313,8 +319,33 @@ mod tests {
         let second = &timeline.seconds()[1].ops[&OpKind::Insert];
         assert_eq!((second.acknowledged, second.refused), (1, 1));
         assert_eq!(second.latency_us.len(), 2);
+        let per_second = second.summary().latency;
+        assert!((790..=810).contains(&per_second.p50_us), "{per_second:?}");
+        assert!((1190..=1210).contains(&per_second.max_us), "{per_second:?}");
         let total = timeline.totals()[&OpKind::Insert].summary();
         assert_eq!(total.latency.count, 2);
         assert!((1195..=1205).contains(&total.latency.max_us), "{total:?}");
+    }
+
+    #[test]
+    fn long_latencies_are_recorded_not_clamped() {
+        let mut timeline = Timeline::default();
+        for latency in [Duration::from_micros(3), Duration::from_secs(7)] {
+            timeline.record(
+                OpKind::Insert,
+                Duration::ZERO,
+                latency,
+                OpResult::Acknowledged,
+            );
+        }
+        let second = timeline.seconds()[0].ops[&OpKind::Insert].summary().latency;
+        let total = timeline.totals()[&OpKind::Insert].summary().latency;
+        for summary in [second, total] {
+            assert!(
+                (6_900_000..=7_100_000).contains(&summary.max_us),
+                "{summary:?}"
+            );
+            assert!(summary.p50_us <= 4, "{summary:?}");
+        }
     }
 }

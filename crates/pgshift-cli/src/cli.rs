@@ -232,6 +232,18 @@ pub struct DemoArgs {
     /// Keep the cluster running afterwards and print how to connect.
     #[arg(long)]
     pub keep: bool,
+    /// Events seeded into each of the 8 partitions of `events`.
+    #[arg(long, default_value_t = 25_000, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
+    pub rows_per_partition: u32,
+    /// Writes per second of the load, in all.
+    #[arg(long, default_value_t = 200.0, value_name = "N")]
+    pub rate: f64,
+    /// Where the report (JSON) and the chart (SVG) go; default `pgshift-demo-<time>`.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<String>,
+    /// Copy-and-swap.
+    #[command(flatten, next_help_heading = "Copy-and-swap")]
+    pub cas: CasArgs,
 }
 
 /// Step budgets, overridable per run.

@@ -1,81 +1,80 @@
-//! `pgshift demo`: a throwaway PostgreSQL with the relay schema, `plan` of a few
-//! changes against it, and `lint` of a risky migration; then everything is removed
-//! (or kept, with `--keep`).
+//! `pgshift demo`: a throwaway PostgreSQL with the relay workload, live writers and
+//! readers on it, and an online rewrite of its partitioned `events` table through
+//! copy-and-swap; then the lost-write oracle, a report (text, JSON, chart) and the
+//! cluster removed (or kept, with `--keep`).
 
-use std::time::Instant;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
-use pgshift::catalog::DeclaredSchema;
+use pgshift::cas::{self, CasProgress, Phase, Request, RunReport};
 use pgshift::connect::{connect, ConnectionSpec, SessionBudgets};
-use pgshift::lint::lint;
 use pgshift::plan::PlanInput;
-use pgshift::script::{analyze, transaction_mode_for, Knowledge, TransactionMode};
+use pgshift::script::TransactionMode;
+use pgshift_bench::chart::{self, PhaseMark};
+use pgshift_bench::load::{self, LoadConfig, LoadReport};
+use pgshift_bench::oracle::{self, OracleOptions, OracleReport};
+use pgshift_bench::pacing::Pace;
+use pgshift_bench::stats::{self, WindowStats};
+use pgshift_bench::{schema, TableRef};
 use pgshift_embedded::{Cluster, ClusterOptions};
+use pgshift_sql::QualifiedName;
+use serde::Serialize;
 
 use super::plan::plan_report;
 use crate::cli::DemoArgs;
 use crate::exit;
 use crate::render;
 
-/// The relay workload's schema and seed, built into the binary so the demo needs no
-/// checkout.
-const RELAY_SCHEMA: &str = include_str!("../../../../workloads/relay/schema.sql");
-const RELAY_SEED: &str = include_str!("../../../../workloads/relay/seed.sql");
+/// The rewrite the demo runs: the relay's migration 0008 — `kind` becomes bigint,
+/// which needs the stored generated `search_tsv` (it reads `kind`) dropped and added
+/// again with a new expression.
+const REWRITE: &str = "ALTER TABLE events \
+    DROP COLUMN search_tsv, \
+    ALTER COLUMN kind TYPE bigint, \
+    ADD COLUMN search_tsv tsvector GENERATED ALWAYS AS ( \
+        CASE WHEN kind IN (1, 30023, 30024) THEN to_tsvector('english', content) END) STORED";
 
-/// The changes the demo plans against the live relay schema.
-const CHANGES: &[(&str, &str)] = &[
-    (
-        "an index on the partitioned events table",
-        "CREATE INDEX events_kind_created_idx ON events (kind, created_at);",
-    ),
-    (
-        "a CHECK constraint on channels",
-        "ALTER TABLE channels ADD CONSTRAINT channels_ttl_positive CHECK (ttl_seconds > 0);",
-    ),
-    (
-        "a NOT NULL on channels.name",
-        "ALTER TABLE channels ALTER COLUMN name SET NOT NULL;",
-    ),
-    (
-        "a rewrite: a new expression for the stored generated search_tsv",
-        "ALTER TABLE events DROP COLUMN search_tsv, ADD COLUMN search_tsv tsvector GENERATED ALWAYS AS (to_tsvector('simple', content)) STORED;",
-    ),
-    (
-        "a change to a table that does not exist",
-        "ALTER TABLE event_archive ADD COLUMN note text;",
-    ),
-];
+/// Seconds of load before the rewrite starts and after it ends.
+const BEFORE: Duration = Duration::from_secs(5);
+const AFTER: Duration = Duration::from_secs(3);
 
-/// A risky migration, as a team might write it, for `lint`.
-const RISKY_MIGRATION: (&str, &str) = (
-    "0042_events_kind_guard.sql",
-    "BEGIN;
-CREATE FUNCTION events_kind_guard() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  IF NEW.kind < 0 THEN RAISE EXCEPTION 'negative kind %', NEW.kind; END IF;
-  RETURN NEW;
-END $$;
-CREATE TRIGGER events_kind_guard BEFORE INSERT ON events
-  FOR EACH ROW EXECUTE FUNCTION events_kind_guard();
-CREATE INDEX events_guarded_kind_idx ON events (kind);
-UPDATE channels SET ttl_seconds = 3600 WHERE ttl_seconds IS NULL;
-ALTER TABLE channels ALTER COLUMN ttl_seconds SET NOT NULL;
-COMMIT;
-",
-);
+/// The demo's JSON report.
+#[derive(Serialize)]
+struct DemoReport<'a> {
+    format_version: u32,
+    tool: &'static str,
+    tool_version: &'static str,
+    command: &'static str,
+    postgres_version: String,
+    events_seeded: u64,
+    statement: &'static str,
+    write_rate_target: f64,
+    writers: usize,
+    replica_writers: usize,
+    phases: &'a [PhaseMark],
+    run: &'a RunReport,
+    writers_before: WindowStats,
+    writers_during: WindowStats,
+    writers_at_cutover: WindowStats,
+    writers_after: WindowStats,
+    writes_acknowledged: u64,
+    writes_refused_by_sqlstate: &'a std::collections::BTreeMap<String, u64>,
+    writes_unknown: u64,
+    oracle: &'a OracleReport,
+    per_second: Vec<stats::SecondPoint>,
+}
 
 /// Runs `pgshift demo` and returns the exit code.
 pub fn run(args: &DemoArgs) -> u8 {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(err) => {
-            eprintln!("pgshift demo: cannot start the async runtime: {err}");
-            return exit::INPUT_ERROR;
-        }
+    let Some(runtime) = super::runtime() else {
+        return exit::INPUT_ERROR;
     };
     let started = Instant::now();
+    let out = args.out.clone().map_or_else(default_out_dir, PathBuf::from);
+    if let Err(err) = std::fs::create_dir_all(&out) {
+        eprintln!("pgshift demo: cannot create {}: {err}", out.display());
+        return exit::INPUT_ERROR;
+    }
     step("starting a throwaway PostgreSQL");
     let cluster = match Cluster::start(&ClusterOptions::new().keep_on_exit(args.keep)) {
         Ok(cluster) => cluster,
@@ -89,99 +88,320 @@ pub fn run(args: &DemoArgs) -> u8 {
         cluster.version(),
         cluster.socket_dir().display()
     ));
-    let outcome = runtime.block_on(demo(&cluster));
-    if let Err(message) = &outcome {
-        eprintln!("pgshift demo: {message}");
-    }
+    let outcome = runtime.block_on(demo(&cluster, args, &out));
+    let code = match &outcome {
+        Ok(true) => exit::OK,
+        Ok(false) => exit::INPUT_ERROR,
+        Err(message) => {
+            eprintln!("pgshift demo: {message}");
+            exit::INPUT_ERROR
+        }
+    };
     finish(cluster, args.keep);
     println!(
         "\nDemo finished in {:.1} s.",
         started.elapsed().as_secs_f64()
     );
-    if outcome.is_ok() {
-        exit::OK
-    } else {
-        exit::INPUT_ERROR
-    }
+    code
 }
 
-async fn demo(cluster: &Cluster) -> Result<(), String> {
-    step("loading the relay schema (partitioned events, 5 triggers) and seeding it");
+fn default_out_dir() -> PathBuf {
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    PathBuf::from(format!("pgshift-demo-{stamp}"))
+}
+
+/// The demo proper; `Ok(true)` when the rewrite completed and the oracle is clean.
+async fn demo(cluster: &Cluster, args: &DemoArgs, out: &Path) -> Result<bool, String> {
     let database = "relay";
     cluster
         .psql("postgres", "CREATE DATABASE relay")
         .map_err(|e| e.to_string())?;
-    for (name, sql) in [
-        ("schema.sql", RELAY_SCHEMA),
-        ("seed.sql", RELAY_SEED),
-        ("analyze.sql", "ANALYZE;"),
-    ] {
-        let path = cluster.dir().join(name);
-        std::fs::write(&path, sql).map_err(|e| format!("{}: {e}", path.display()))?;
-        cluster
-            .psql_file(database, &path)
-            .map_err(|e| format!("loading {name}: {e}"))?;
-    }
-    let rows = cluster
-        .psql(database, "SELECT count(*) FROM events")
-        .map_err(|e| e.to_string())?;
-    done(&format!("{} events in 8 partitions", rows.trim()));
+    let conninfo = cluster.connection_string(database);
+    let (mut client, connection) = tokio_postgres::connect(&conninfo, tokio_postgres::NoTls)
+        .await
+        .map_err(|e| format!("connecting: {e}"))?;
+    tokio::spawn(connection);
 
-    let spec =
-        ConnectionSpec::parse(&cluster.connection_string(database)).map_err(|e| e.to_string())?;
-    let session = connect(&spec, &SessionBudgets::READ_ONLY_PLAN)
+    step(&format!(
+        "loading the relay schema (events: 8 range partitions, 6 indexes, a stored generated column, 5 triggers) and seeding {} events per partition",
+        args.rows_per_partition
+    ));
+    schema::load_schema(&client, Duration::from_secs(120))
         .await
         .map_err(|e| e.to_string())?;
-    println!("\n== pgshift plan: how each change would run on the live tables\n");
-    for (what, sql) in CHANGES {
-        println!("-- {what}");
-        let statements = pgshift_sql::parse(sql).map_err(|e| e.to_string())?;
-        let input = PlanInput {
-            path: "<demo>".to_owned(),
-            statements,
-        };
-        let report = plan_report(&session, vec![input], TransactionMode::Statement)
-            .await
-            .map_err(|e| e.to_string())?;
-        let text = render::plan(&report, &spec.redacted());
-        let body: Vec<&str> = text.lines().filter(|line| line.starts_with("  ")).collect();
-        println!("{}\n", body.join("\n"));
-    }
+    let seeded = schema::seed(&client, args.rows_per_partition, Duration::from_secs(1_800))
+        .await
+        .map_err(|e| e.to_string())?;
+    client
+        .batch_execute("ANALYZE")
+        .await
+        .map_err(|e| e.to_string())?;
+    let events_seeded = seeded.total();
+    done(&format!("{events_seeded} events"));
 
-    println!("== pgshift lint: a risky migration, judged offline with the schema declared\n");
-    let (name, sql) = RISKY_MIGRATION;
-    println!("{}", numbered(sql));
-    let mut declared = DeclaredSchema::new();
-    declared.absorb(
-        &pgshift_sql::parse(&pgshift::source::blank_psql_meta_commands(RELAY_SCHEMA))
-            .map_err(|e| e.to_string())?,
-    );
-    let snapshot = declared.snapshot();
-    let statements = pgshift_sql::parse(sql).map_err(|e| e.to_string())?;
-    let mode = transaction_mode_for(&statements, TransactionMode::File);
-    let script = analyze(
-        statements,
-        mode,
-        Knowledge {
-            facts: Some(&snapshot),
-            server_version_num: None,
-            created_earlier: None,
-        },
-    );
-    for finding in lint(&script) {
-        let statement = &script.statements[finding.statement].statement.text;
-        print!("{}", render::finding(name, &finding, statement));
-    }
+    let writers = 4;
+    let replica_writers = 1;
+    step(&format!(
+        "starting the load: {writers} writers at {} writes/s in all (one as session_replication_role = replica), 1 keyset reader",
+        args.rate
+    ));
+    let mut config = LoadConfig::new(conninfo.clone(), Duration::from_secs(6 * 3_600));
+    config.writers = writers;
+    config.replica_writers = replica_writers;
+    config.write_pace = Pace::PerSecond(args.rate);
+    let load = load::start(config).await.map_err(|e| e.to_string())?;
+    tokio::time::sleep(BEFORE).await;
+
+    let spec = ConnectionSpec::parse(&conninfo).map_err(|e| e.to_string())?;
+    let statements = pgshift_sql::parse(REWRITE).map_err(|e| e.to_string())?;
+    print_plan(&spec, &statements).await?;
+
+    println!("\n== pgshift: the rewrite, online\n");
+    let table = QualifiedName::bare("events");
+    let origin = load_origin(&load);
+    let mut progress = Recorder::new(render::CasView::new(progress_style()), origin);
+    let options = args.cas.options();
+    let request = Request {
+        statement: &statements[0],
+        table: &table,
+        search_path: &[],
+        label: Some("demo"),
+    };
+    let result = cas::start_request(&spec, request, options, &mut progress).await;
+    let rewrite_end = origin.elapsed().as_secs_f64();
+    tokio::time::sleep(AFTER).await;
+    let report = load.stop().await;
+    let run = match result {
+        Ok(run) => run,
+        Err(err) => return Err(format!("the rewrite stopped: {err}")),
+    };
+    println!("\n{}", render::cas_report(&run));
+
+    step("checking every acknowledged write against the new table (the lost-write oracle)");
+    let verdict = oracle::check(
+        &mut client,
+        &report.ledger,
+        &TableRef::events(),
+        &OracleOptions::DEFAULT,
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+
+    let phases = progress.marks(rewrite_end);
+    let summary = summarize(&report, &phases, rewrite_end);
+    print_summary(&summary, &report, &verdict);
+
+    let postgres_version = cluster.version().to_string();
+    let json = DemoReport {
+        format_version: pgshift::report::FORMAT_VERSION,
+        tool: pgshift::report::TOOL,
+        tool_version: pgshift::report::TOOL_VERSION,
+        command: "demo",
+        postgres_version: postgres_version.clone(),
+        events_seeded,
+        statement: REWRITE,
+        write_rate_target: args.rate,
+        writers,
+        replica_writers,
+        phases: &phases,
+        run: &run,
+        writers_before: summary.before.clone(),
+        writers_during: summary.during.clone(),
+        writers_at_cutover: summary.cutover.clone(),
+        writers_after: summary.after.clone(),
+        writes_acknowledged: report.ledger.counts().acknowledged_total(),
+        writes_refused_by_sqlstate: &report.ledger.counts().refused_by_sqlstate,
+        writes_unknown: report.ledger.counts().unknown,
+        oracle: &verdict,
+        per_second: stats::write_series(&report.timeline),
+    };
+    let json_path = out.join("report.json");
+    let chart_path = out.join("writers.svg");
+    let text = serde_json::to_string_pretty(&json).map_err(|e| e.to_string())?;
+    std::fs::write(&json_path, text).map_err(|e| format!("{}: {e}", json_path.display()))?;
+    chart::write_latency_chart(
+        &chart_path,
+        &format!(
+            "relay writers during an online rewrite of events (PostgreSQL {postgres_version})"
+        ),
+        &report.timeline,
+        &phases,
+    )
+    .map_err(|e| format!("{}: {e}", chart_path.display()))?;
+    println!("\n  report: {}", json_path.display());
+    println!("  chart:  {}", chart_path.display());
+    Ok(run.phase == "done" && verdict.is_clean())
+}
+
+/// Prints `pgshift plan` of the rewrite against the live tables: why it goes through
+/// copy-and-swap, with the facts the plan read.
+async fn print_plan(
+    spec: &ConnectionSpec,
+    statements: &[pgshift_sql::Statement],
+) -> Result<(), String> {
+    let session = connect(spec, &SessionBudgets::READ_ONLY_PLAN)
+        .await
+        .map_err(|e| e.to_string())?;
+    let input = PlanInput {
+        path: "<demo>".to_owned(),
+        statements: statements.to_vec(),
+    };
+    let report = plan_report(&session, vec![input], TransactionMode::Statement)
+        .await
+        .map_err(|e| e.to_string())?;
+    println!("\n== pgshift plan: how the change would run on the live table\n");
+    let text = render::plan(&report, &spec.redacted());
+    let body: Vec<&str> = text.lines().filter(|line| line.starts_with("  ")).collect();
+    println!("{}", body.join("\n"));
     Ok(())
 }
 
-fn numbered(sql: &str) -> String {
-    sql.lines()
-        .enumerate()
-        .map(|(n, line)| format!("  {:>2} | {line}", n + 1))
-        .collect::<Vec<_>>()
-        .join("\n")
-        + "\n"
+/// The load's time origin (seconds of its timeline count from it).
+fn load_origin(load: &load::LoadHandle) -> Instant {
+    Instant::now() - load.elapsed()
+}
+
+fn progress_style() -> render::ProgressStyle {
+    use std::io::IsTerminal;
+    if std::io::stderr().is_terminal() {
+        render::ProgressStyle::Bar
+    } else {
+        render::ProgressStyle::Lines
+    }
+}
+
+/// Writer statistics in the windows the report shows.
+struct Summary {
+    before: WindowStats,
+    during: WindowStats,
+    cutover: WindowStats,
+    after: WindowStats,
+}
+
+fn summarize(report: &LoadReport, phases: &[PhaseMark], rewrite_end: f64) -> Summary {
+    let rewrite_start = phases.first().map_or(0.0, |p| p.start_s);
+    let cutover = phases
+        .iter()
+        .find(|p| p.label == "cutover")
+        .map_or((rewrite_end, rewrite_end), |p| (p.start_s, p.end_s));
+    let seconds = report.timeline.seconds().len();
+    Summary {
+        before: stats::write_window(&report.timeline, stats::seconds_before(1, rewrite_start)),
+        during: stats::write_window(
+            &report.timeline,
+            stats::seconds_overlapping(rewrite_start, rewrite_end),
+        ),
+        cutover: stats::write_window(
+            &report.timeline,
+            stats::seconds_overlapping(cutover.0, cutover.1),
+        ),
+        after: stats::write_window(
+            &report.timeline,
+            (rewrite_end.ceil() as usize)..seconds.saturating_sub(1),
+        ),
+    }
+}
+
+fn print_summary(summary: &Summary, report: &LoadReport, verdict: &OracleReport) {
+    println!("\n== what the writers saw (acknowledged writes/s; latency p50 / p99 / max)\n");
+    for (label, window) in [
+        ("before the rewrite", &summary.before),
+        ("during the rewrite", &summary.during),
+        ("the cutover second", &summary.cutover),
+        ("after the rewrite", &summary.after),
+    ] {
+        println!(
+            "  {label:<20} {:>6.0}/s   {} / {} / {}",
+            window.acknowledged_per_s,
+            millis(window.p50_us),
+            millis(window.p99_us),
+            millis(window.max_us)
+        );
+    }
+    let counts = report.ledger.counts();
+    let refused: Vec<String> = counts
+        .refused_by_sqlstate
+        .iter()
+        .map(|(state, n)| format!("{n} ({state})"))
+        .collect();
+    println!(
+        "\n  writes acknowledged {}, refused {}, unknown outcome {}",
+        counts.acknowledged_total(),
+        if refused.is_empty() {
+            "0".to_owned()
+        } else {
+            refused.join(", ")
+        },
+        counts.unknown
+    );
+    println!(
+        "  oracle: {} lost, {} wrong content, {} resurrected, {} phantom, {} duplicated ({} keys checked on {})",
+        verdict.lost.count,
+        verdict.wrong_content.count,
+        verdict.resurrected.count,
+        verdict.phantom.count,
+        verdict.duplicated.count,
+        verdict.keys_checked,
+        verdict.relation
+    );
+    if verdict.is_clean() {
+        println!("  every acknowledged write is in the new table; no refused write is.");
+    } else {
+        println!("  THE ORACLE FOUND PROBLEMS: see the report's oracle section.");
+    }
+}
+
+fn millis(us: u64) -> String {
+    format!("{:.1} ms", us as f64 / 1_000.0)
+}
+
+/// Passes progress on, and records when each phase started (seconds since `origin`).
+struct Recorder {
+    inner: render::CasView,
+    origin: Instant,
+    starts: Vec<(Phase, f64)>,
+}
+
+impl Recorder {
+    fn new(inner: render::CasView, origin: Instant) -> Self {
+        Recorder {
+            inner,
+            origin,
+            starts: Vec::new(),
+        }
+    }
+
+    /// The phases as marks, each ending where the next starts (the last at `end`).
+    fn marks(&self, end: f64) -> Vec<PhaseMark> {
+        self.starts
+            .iter()
+            .enumerate()
+            .filter(|(_, (phase, _))| !matches!(phase, Phase::Done | Phase::Failed))
+            .map(|(i, (phase, start))| {
+                let until = self.starts.get(i + 1).map_or(end, |(_, next)| *next);
+                PhaseMark::new(phase.name(), *start, until)
+            })
+            .collect()
+    }
+}
+
+impl CasProgress for Recorder {
+    fn phase(&mut self, phase: Phase) {
+        self.starts
+            .push((phase, self.origin.elapsed().as_secs_f64()));
+        self.inner.phase(phase);
+    }
+    fn copied(&mut self, rows: i64, estimate: i64, backlog: i64) {
+        self.inner.copied(rows, estimate, backlog);
+    }
+    fn verified(&mut self, rows: i64, estimate: i64) {
+        self.inner.verified(rows, estimate);
+    }
+    fn note(&mut self, text: &str) {
+        self.inner.note(text);
+    }
 }
 
 fn finish(cluster: Cluster, keep: bool) {

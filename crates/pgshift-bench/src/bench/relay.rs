@@ -1,0 +1,623 @@
+//! P3, P4 and P7: the relay workload on identical copies of one seeded
+//! database, while relay migration 0008 runs blocking on one copy and through
+//! pgshift on another (P3/P4), and through pgshift at twice the demo rate on a
+//! third (P7).
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use pgshift::cas::{self, CasProgress, Phase};
+use pgshift::connect::ConnectionSpec;
+use pgshift_sql::QualifiedName;
+use tokio_postgres::Client;
+
+use super::engine::engine_run_of;
+use super::results::{
+    limits, Failure, LoadFigures, LockHold, OracleFigures, PhaseBacklog, RelayRun, P3, P7,
+};
+use super::{connect, pause, scalar_i64, Bench, BenchError, BenchResult, Context};
+use crate::chart::PhaseMark;
+use crate::load::{self, LoadConfig, LoadReport};
+use crate::oracle::{self, OracleOptions};
+use crate::pacing::Pace;
+use crate::stats::{
+    ledger_window, longest_write, slope, steady_state, write_series, writes_waiting_longer,
+};
+use crate::{schema, TableRef};
+
+/// Relay migration 0008: `kind` becomes bigint, which needs the stored
+/// generated `search_tsv` (it reads `kind`) dropped and added again with the
+/// new expression: a full rewrite of every partition.
+pub const STATEMENT: &str = "ALTER TABLE events DROP COLUMN search_tsv, \
+    ALTER COLUMN kind TYPE bigint, \
+    ADD COLUMN search_tsv tsvector GENERATED ALWAYS AS \
+    (CASE WHEN kind IN (1, 30023, 30024) THEN to_tsvector('english', content) END) STORED";
+
+/// Seconds at the start of a load left out of "before" (connections, caches).
+const WARM_UP_S: f64 = 2.0;
+
+/// Writer connections of P3 (the relay default) and of P7 (twice the rate).
+const P3_WRITERS: usize = 4;
+const P7_WRITERS: usize = 8;
+
+/// How the change runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Change {
+    Blocking,
+    Pgshift,
+}
+
+/// One relay scenario run: where, how, how fast.
+struct Plan<'a> {
+    db: &'a str,
+    change: Change,
+    rate: f64,
+    writers: usize,
+    label: &'a str,
+    chart: &'a str,
+}
+
+/// The databases, and what to measure.
+pub(crate) async fn run(
+    bench: &mut Bench,
+    want_p3: bool,
+    want_p7: bool,
+) -> BenchResult<(Option<P3>, Option<P7>, Vec<Failure>)> {
+    let per_partition = bench.options.relay_rows_per_partition;
+    let admin = connect(&bench.conninfo("postgres")).await?;
+    admin
+        .batch_execute("CREATE DATABASE relay_seed")
+        .await
+        .ctx("creating relay_seed")?;
+    {
+        let client = connect(&bench.conninfo("relay_seed")).await?;
+        bench.say(format!(
+            "relay: loading the schema and seeding {per_partition} rows per partition"
+        ));
+        schema::load_schema(&client, Duration::from_secs(120))
+            .await
+            .ctx("loading the relay schema")?;
+        let seeded = schema::seed(&client, per_partition, Duration::from_secs(3600))
+            .await
+            .ctx("seeding the relay")?;
+        client
+            .batch_execute("VACUUM (ANALYZE)")
+            .await
+            .ctx("vacuuming the relay")?;
+        client.batch_execute("CHECKPOINT").await.ctx("CHECKPOINT")?;
+        bench.say(format!("relay: {} events seeded", seeded.total()));
+    }
+    let mut copies = Vec::new();
+    if want_p3 {
+        copies.extend(["relay_blocking", "relay_pgshift"]);
+    }
+    if want_p7 {
+        copies.push("relay_2x");
+    }
+    let file_copy = scalar_i64(
+        &admin,
+        "SELECT current_setting('server_version_num')::bigint",
+    )
+    .await?
+        >= 150_000;
+    for copy in &copies {
+        clone_database(&admin, "relay_seed", copy, file_copy).await?;
+    }
+    admin
+        .batch_execute("DROP DATABASE relay_seed")
+        .await
+        .ctx("dropping relay_seed")?;
+    let (rows, total_bytes) = {
+        let client = connect(&bench.conninfo(copies[0])).await?;
+        events_size(&client).await?
+    };
+    bench.say(format!(
+        "relay: {} copies of {rows} events ({} MiB)",
+        copies.len(),
+        total_bytes / (1024 * 1024)
+    ));
+
+    let mut failures = Vec::new();
+    let mut p3 = None;
+    if want_p3 {
+        let rate = bench.options.rate;
+        let blocking = change_under_load(
+            bench,
+            &Plan {
+                db: "relay_blocking",
+                change: Change::Blocking,
+                rate,
+                writers: P3_WRITERS,
+                label: "blocking ALTER TABLE",
+                chart: "p3-blocking.svg",
+            },
+        )
+        .await;
+        drop_database(&admin, "relay_blocking").await;
+        let pgshift = change_under_load(
+            bench,
+            &Plan {
+                db: "relay_pgshift",
+                change: Change::Pgshift,
+                rate,
+                writers: P3_WRITERS,
+                label: "pgshift copy-and-swap",
+                chart: "p3-pgshift.svg",
+            },
+        )
+        .await;
+        drop_database(&admin, "relay_pgshift").await;
+        match (blocking, pgshift) {
+            (Ok(blocking), Ok(pgshift)) => {
+                let ratio = |r: &RelayRun| r.during.p99_us as f64 / r.before.p99_us.max(1) as f64;
+                p3 = Some(P3 {
+                    statement: STATEMENT.to_owned(),
+                    rows,
+                    total_bytes,
+                    pgshift_p99_ratio: ratio(&pgshift),
+                    blocking_p99_ratio: ratio(&blocking),
+                    blocking,
+                    pgshift,
+                });
+            }
+            (blocking, pgshift) => {
+                for (name, outcome) in [("P3 (blocking)", blocking), ("P3 (pgshift)", pgshift)] {
+                    if let Err(e) = outcome {
+                        failures.push(Failure {
+                            scenario: name.to_owned(),
+                            error: e.to_string(),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    let mut p7 = None;
+    if want_p7 {
+        let demo_rate = bench.options.rate;
+        let run = change_under_load(
+            bench,
+            &Plan {
+                db: "relay_2x",
+                change: Change::Pgshift,
+                rate: demo_rate * 2.0,
+                writers: P7_WRITERS,
+                label: "pgshift copy-and-swap at 2× the demo rate",
+                chart: "p7-pgshift-2x.svg",
+            },
+        )
+        .await;
+        drop_database(&admin, "relay_2x").await;
+        match run {
+            Ok(run) => p7 = Some(judge_p7(run, demo_rate)),
+            Err(e) => failures.push(Failure {
+                scenario: "P7".to_owned(),
+                error: e.to_string(),
+            }),
+        }
+    }
+    Ok((p3, p7, failures))
+}
+
+/// P7's verdict on a run: the backlog between the start of the copy and the
+/// cutover.
+fn judge_p7(run: RelayRun, demo_rate: f64) -> P7 {
+    let start = run
+        .phases
+        .iter()
+        .find(|p| p.label == "copying")
+        .map_or(run.change_start_s, |p| p.start_s);
+    let end = run
+        .phases
+        .iter()
+        .find(|p| p.label == "cutover")
+        .map_or(run.change_end_s, |p| p.start_s);
+    let samples: Vec<(f64, i64)> = run
+        .backlog
+        .iter()
+        .copied()
+        .filter(|(t, _)| *t >= start && *t < end)
+        .collect();
+    let steady = steady_state(
+        &samples,
+        run.during.acknowledged_per_s,
+        limits::P7_GROWTH_SHARE,
+    );
+    let phases = run
+        .phases
+        .iter()
+        .map(|phase| {
+            let inside: Vec<(f64, i64)> = run
+                .backlog
+                .iter()
+                .copied()
+                .filter(|(t, _)| *t >= phase.start_s && *t < phase.end_s)
+                .collect();
+            let points: Vec<(f64, f64)> = inside.iter().map(|(t, b)| (*t, *b as f64)).collect();
+            PhaseBacklog {
+                phase: phase.label.clone(),
+                samples: inside.len(),
+                max: inside.iter().map(|s| s.1).max().unwrap_or(0),
+                slope_per_s: slope(&points),
+            }
+        })
+        .collect();
+    P7 {
+        demo_rate,
+        phases,
+        backlog_max: run.engine.as_ref().map_or(0, |e| e.backlog_max),
+        sampled_max: run.backlog.iter().map(|s| s.1).max().unwrap_or(0),
+        steady,
+        backlog_chart: "p7-backlog.svg".to_owned(),
+        run,
+    }
+}
+
+/// `CREATE DATABASE copy TEMPLATE source`, waiting out the source's closing
+/// sessions.
+async fn clone_database(
+    admin: &Client,
+    source: &str,
+    copy: &str,
+    file_copy: bool,
+) -> BenchResult<()> {
+    let strategy = if file_copy {
+        " STRATEGY = FILE_COPY"
+    } else {
+        ""
+    };
+    let sql = format!("CREATE DATABASE {copy} TEMPLATE {source}{strategy}");
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        match admin.batch_execute(&sql).await {
+            Ok(()) => return Ok(()),
+            Err(e)
+                if attempt < 100
+                    && e.code() == Some(&tokio_postgres::error::SqlState::OBJECT_IN_USE) =>
+            {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => return Err(BenchError(format!("{sql}: {e}"))),
+        }
+    }
+}
+
+async fn drop_database(admin: &Client, db: &str) {
+    let _ = admin
+        .batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
+        .await;
+}
+
+/// Rows and bytes (partitions with their indexes) of `events`.
+async fn events_size(client: &Client) -> BenchResult<(u64, u64)> {
+    let rows = scalar_i64(client, "SELECT count(*) FROM events").await?;
+    let bytes = scalar_i64(
+        client,
+        "SELECT coalesce(sum(pg_total_relation_size(inhrelid)), 0)::bigint \
+           FROM pg_inherits WHERE inhparent = 'events'::regclass",
+    )
+    .await?;
+    Ok((rows as u64, bytes as u64))
+}
+
+/// Records the instant of each phase of a run.
+struct PhaseClock {
+    marks: Arc<Mutex<Vec<(Phase, Instant)>>>,
+}
+
+impl CasProgress for PhaseClock {
+    fn phase(&mut self, phase: Phase) {
+        if let Ok(mut marks) = self.marks.lock() {
+            marks.push((phase, Instant::now()));
+        }
+    }
+    fn copied(&mut self, _rows: i64, _estimate: i64, _backlog: i64) {}
+    fn verified(&mut self, _rows: i64, _estimate: i64) {}
+    fn note(&mut self, text: &str) {
+        eprintln!("           engine: {text}");
+    }
+}
+
+/// How often the backlog is sampled.
+const SAMPLE_EVERY: Duration = Duration::from_millis(500);
+
+/// Samples `count(*)` of the newest active run's change log every
+/// [`SAMPLE_EVERY`].
+struct BacklogSampler {
+    stop: tokio::sync::watch::Sender<bool>,
+    task: tokio::task::JoinHandle<Vec<(f64, i64)>>,
+}
+
+impl BacklogSampler {
+    async fn start(conninfo: &str, t0: Instant) -> BenchResult<BacklogSampler> {
+        let client = connect(conninfo).await?;
+        client
+            .batch_execute("SET statement_timeout = '5s'; SET lock_timeout = '1s'")
+            .await
+            .ctx("setting up the backlog sampler")?;
+        let (stop, mut stopped) = tokio::sync::watch::channel(false);
+        let task = tokio::spawn(async move {
+            let mut samples = Vec::new();
+            let mut run: Option<i64> = None;
+            let mut tick = tokio::time::interval(SAMPLE_EVERY);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => {}
+                    _ = stopped.changed() => break,
+                }
+                if run.is_none() {
+                    run = client
+                        .query_opt(
+                            "SELECT id FROM pgshift.runs WHERE source_name = 'events' \
+                               AND phase NOT IN ('done', 'aborted', 'failed') \
+                             ORDER BY id DESC LIMIT 1",
+                            &[],
+                        )
+                        .await
+                        .ok()
+                        .flatten()
+                        .map(|row| row.get(0));
+                }
+                if let Some(id) = run {
+                    let at = t0.elapsed().as_secs_f64();
+                    let sql = format!("SELECT count(*) FROM pgshift.log_{id}");
+                    if let Ok(row) = client.query_one(&sql, &[]).await {
+                        samples.push((at, row.get::<_, i64>(0)));
+                    }
+                }
+            }
+            samples
+        });
+        Ok(BacklogSampler { stop, task })
+    }
+
+    async fn finish(self) -> Vec<(f64, i64)> {
+        let _ = self.stop.send(true);
+        self.task.await.unwrap_or_default()
+    }
+}
+
+/// What the change itself gave.
+struct ChangeOutcome {
+    started: Instant,
+    ended: Instant,
+    phases: Vec<PhaseMark>,
+    engine: Option<super::results::EngineRun>,
+    backlog: Vec<(f64, i64)>,
+    cutover: Option<(f64, f64)>,
+}
+
+/// Runs the relay load, the change after `before_s` seconds, `after_s`
+/// seconds more, then the oracle.
+async fn change_under_load(bench: &mut Bench, plan: &Plan<'_>) -> BenchResult<RelayRun> {
+    let conninfo = bench.conninfo(plan.db);
+    let mut config = LoadConfig::new(&conninfo, Duration::from_secs(24 * 3600));
+    config.writers = plan.writers;
+    config.replica_writers = 1;
+    config.write_pace = Pace::PerSecond(plan.rate);
+    // A write blocked by the ALTER waits for it rather than timing out.
+    config.statement_timeout = Duration::from_secs(1800);
+    let handle = load::start(config).await.ctx("starting the relay load")?;
+    let t0 = Instant::now()
+        .checked_sub(handle.elapsed())
+        .unwrap_or_else(Instant::now);
+    let at = move |i: Instant| i.saturating_duration_since(t0).as_secs_f64();
+    bench.say(format!(
+        "{}: {} writers at {:.0}/s on {}",
+        plan.label, plan.writers, plan.rate, plan.db
+    ));
+    pause(bench.options.before_s as f64).await;
+
+    let outcome = match plan.change {
+        Change::Blocking => {
+            let client = connect(&conninfo).await?;
+            let started = Instant::now();
+            client
+                .batch_execute(STATEMENT)
+                .await
+                .ctx("the blocking ALTER")?;
+            let ended = Instant::now();
+            ChangeOutcome {
+                started,
+                ended,
+                phases: vec![PhaseMark::new(
+                    "blocking ALTER TABLE",
+                    at(started),
+                    at(ended),
+                )],
+                engine: None,
+                backlog: Vec::new(),
+                cutover: None,
+            }
+        }
+        Change::Pgshift => pgshift_change(bench, &conninfo, t0).await?,
+    };
+    let (started, ended) = (outcome.started, outcome.ended);
+    bench.say(format!(
+        "{}: the change took {:.2} s",
+        plan.label,
+        (ended - started).as_secs_f64()
+    ));
+    pause(bench.options.after_s as f64).await;
+    let report = handle.stop().await;
+
+    let mut client = connect(&conninfo).await?;
+    let verdict = oracle::check(
+        &mut client,
+        &report.ledger,
+        &TableRef::events(),
+        &OracleOptions::DEFAULT,
+    )
+    .await
+    .ctx("the lost-write oracle")?;
+    let oracle_figures = OracleFigures {
+        relation: verdict.relation.clone(),
+        keys_checked: verdict.keys_checked,
+        acknowledged: verdict.ledger.acknowledged_total(),
+        unknown_keys: verdict.unknown_keys,
+        lost: verdict.lost.count,
+        resurrected: verdict.resurrected.count,
+        wrong_content: verdict.wrong_content.count,
+        phantom: verdict.phantom.count,
+        duplicated: verdict.duplicated.count,
+        clean: verdict.is_clean(),
+    };
+    bench.say(format!(
+        "{}: oracle over {} keys: lost {}, clean {}",
+        plan.label, oracle_figures.keys_checked, oracle_figures.lost, oracle_figures.clean
+    ));
+    if let Some(engine) = &outcome.engine {
+        if let Some(held) = engine.lock_held_us {
+            bench.holds.push(LockHold {
+                run: format!("{} ({:.0} writes/s)", plan.label, plan.rate),
+                under_load: true,
+                lock_held_us: held,
+            });
+        }
+    }
+    Ok(relay_run(
+        plan,
+        &report,
+        at(started),
+        at(ended),
+        outcome,
+        oracle_figures,
+    ))
+}
+
+/// The pgshift side of a change: the run, its phases and its backlog.
+async fn pgshift_change(bench: &Bench, conninfo: &str, t0: Instant) -> BenchResult<ChangeOutcome> {
+    let at = |i: Instant| i.saturating_duration_since(t0).as_secs_f64();
+    let sampler = BacklogSampler::start(conninfo, t0).await?;
+    let marks = Arc::new(Mutex::new(Vec::new()));
+    let mut clock = PhaseClock {
+        marks: marks.clone(),
+    };
+    let spec = ConnectionSpec::parse(conninfo).ctx("the connection string")?;
+    let statements = pgshift_sql::parse(STATEMENT).ctx("the relay statement")?;
+    let started = Instant::now();
+    let result = cas::start(
+        &spec,
+        &statements[0],
+        &QualifiedName::bare("events"),
+        bench.options.run_options(),
+        &mut clock,
+    )
+    .await;
+    let ended = Instant::now();
+    let backlog = sampler.finish().await;
+    let report = result.ctx("the pgshift run")?;
+    let marks = marks.lock().map(|m| m.clone()).unwrap_or_default();
+    let mut phases = Vec::new();
+    let mut cutover = None;
+    for (i, (phase, start)) in marks.iter().enumerate() {
+        if matches!(phase, Phase::Done | Phase::Failed | Phase::Aborted) {
+            continue;
+        }
+        let end = marks.get(i + 1).map_or(ended, |next| next.1);
+        let label = match phase {
+            Phase::Prepared => "prepare",
+            other => other.name(),
+        };
+        if *phase == Phase::Cutover {
+            cutover = Some((at(*start), at(end)));
+        }
+        phases.push(PhaseMark::new(label, at(*start), at(end)));
+    }
+    Ok(ChangeOutcome {
+        started,
+        ended,
+        phases,
+        engine: Some(engine_run_of(
+            &report,
+            (ended - started).as_secs_f64() * 1000.0,
+        )),
+        backlog,
+        cutover,
+    })
+}
+
+/// The figures of one relay run (pure: from the load report and the times).
+fn relay_run(
+    plan: &Plan<'_>,
+    report: &LoadReport,
+    change_start_s: f64,
+    change_end_s: f64,
+    outcome: ChangeOutcome,
+    oracle: OracleFigures,
+) -> RelayRun {
+    let timeline = &report.timeline;
+    let end = report.elapsed;
+    let secs = |s: f64| Duration::from_secs_f64(s.max(0.0));
+    let window =
+        |from: f64, to: f64| ledger_window(&report.ledger, timeline, secs(from), secs(to), end);
+    let from = secs(change_start_s);
+    let to = secs(change_end_s);
+    let counts = report.ledger.counts();
+    let around_cutover = outcome.cutover.map(|(c0, c1)| window(c0 - 1.0, c1 + 1.0));
+    let cutover_spike_ms = outcome.cutover.map(|(c0, c1)| {
+        longest_write(&report.ledger, secs(c0 - 1.0), secs(c1 + 1.0), end).as_secs_f64() * 1000.0
+    });
+    RelayRun {
+        label: plan.label.to_owned(),
+        change_start_s,
+        change_end_s,
+        phases: outcome.phases,
+        before: window(WARM_UP_S, change_start_s),
+        during: window(change_start_s, change_end_s),
+        around_cutover,
+        after: window(change_end_s, end.as_secs_f64()),
+        writes_over_1s: writes_waiting_longer(
+            &report.ledger,
+            from,
+            to,
+            Duration::from_secs(1),
+            end,
+        ),
+        longest_write_ms: longest_write(&report.ledger, from, to, end).as_secs_f64() * 1000.0,
+        cutover_spike_ms,
+        load: LoadFigures {
+            target_rate: plan.rate,
+            writers: report.settings.writers,
+            replica_writers: report.settings.replica_writers,
+            readers: report.settings.readers,
+            duration_s: end.as_secs_f64(),
+            acknowledged: counts.acknowledged_total(),
+            refused: counts.refused_total(),
+            unknown: counts.unknown,
+            skipped: counts.skipped,
+            acknowledged_per_s: report.acknowledged_writes_per_sec(),
+            missed_slots: timeline.seconds().iter().map(|s| s.missed_slots).sum(),
+            reconnects: report.reconnects,
+            errors_by_sqlstate: report.errors.by_sqlstate.clone(),
+            error_examples: error_examples(report),
+        },
+        oracle: Some(oracle),
+        engine: outcome.engine,
+        backlog: outcome.backlog,
+        // The last second of the load is cut short by the stop: left out.
+        series: {
+            let mut series = write_series(timeline);
+            series.truncate(end.as_secs() as usize);
+            series
+        },
+        chart: plan.chart.to_owned(),
+    }
+}
+
+/// The first few distinct errors of a load, `SQLSTATE: message`.
+fn error_examples(report: &LoadReport) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for sample in &report.errors.samples {
+        let text = format!("{}: {}", sample.error.code(), sample.error.message);
+        if !out.contains(&text) {
+            out.push(text);
+        }
+        if out.len() == 5 {
+            break;
+        }
+    }
+    out
+}

@@ -1,0 +1,530 @@
+//! SVG charts of a load run: writer latency (p50, p99 and max per second, on
+//! a log scale) above writer throughput (acknowledged writes, and the slots the
+//! schedule had to skip because every writer was waiting), with the phases of
+//! a schema change drawn as bands; and a change-log backlog over time.
+//!
+//! The charts are plain SVG written by `plotters` without its TrueType
+//! support: the text is laid out by whatever displays the file, so nothing
+//! here needs system font libraries.
+//!
+//! ```no_run
+//! # fn run(report: &pgshift_bench::load::LoadReport) -> std::io::Result<()> {
+//! use pgshift_bench::chart::{self, PhaseMark};
+//!
+//! let phases = [PhaseMark::new("copying", 10.0, 42.5), PhaseMark::new("cutover", 42.5, 43.0)];
+//! chart::write_latency_chart(
+//!     std::path::Path::new("run.svg"),
+//!     "ALTER TABLE events … under 200 writes/s",
+//!     &report.timeline,
+//!     &phases,
+//! )?;
+//! # Ok(()) }
+//! ```
+
+use std::io;
+use std::path::Path;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::stats::{write_series, SecondPoint};
+use crate::timeline::Timeline;
+
+/// The size of the charts, in pixels.
+const WIDTH: u32 = 1100;
+const LATENCY_HEIGHT: u32 = 720;
+const BACKLOG_HEIGHT: u32 = 420;
+
+/// A line of a chart: its legend, its colour, and its value at a second.
+type Line = (&'static str, RGBColor, fn(&SecondPoint) -> f64);
+
+/// A phase of a run, drawn as a band over the seconds it lasted.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PhaseMark {
+    /// What the phase is (`copying`, `cutover`, `blocking ALTER`, …).
+    pub label: String,
+    /// When it started, in seconds since the load started.
+    pub start_s: f64,
+    /// When it ended.
+    pub end_s: f64,
+}
+
+impl PhaseMark {
+    /// A phase from `start_s` to `end_s`.
+    pub fn new(label: impl Into<String>, start_s: f64, end_s: f64) -> Self {
+        PhaseMark {
+            label: label.into(),
+            start_s,
+            end_s,
+        }
+    }
+}
+
+/// A sampled backlog, one line of a backlog chart.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BacklogLine {
+    /// The legend of the line.
+    pub label: String,
+    /// `(seconds, entries)` samples.
+    pub samples: Vec<(f64, i64)>,
+}
+
+fn chart_error<E: std::fmt::Display>(e: E) -> io::Error {
+    io::Error::other(format!("drawing a chart: {e}"))
+}
+
+/// The band colours of successive phases (red is kept for cutovers and
+/// blocking statements).
+const PHASE_COLOURS: [RGBColor; 6] = [
+    RGBColor(66, 133, 244),
+    RGBColor(251, 188, 5),
+    RGBColor(52, 168, 83),
+    RGBColor(154, 96, 201),
+    RGBColor(0, 172, 193),
+    RGBColor(141, 110, 99),
+];
+
+/// The colour of the phase `label` (cutovers and blocking statements are red).
+fn phase_colour(index: usize, label: &str) -> RGBColor {
+    if label.contains("cutover") || label.contains("blocking") || label.contains("ALTER") {
+        RGBColor(234, 67, 53)
+    } else {
+        PHASE_COLOURS[index % PHASE_COLOURS.len()]
+    }
+}
+
+/// Draws the latency and throughput chart of `timeline`'s writes into an SVG
+/// file at `path`, with `phases` marked. Used by the benchmark command and by
+/// `pgshift demo`.
+pub fn write_latency_chart(
+    path: &Path,
+    title: &str,
+    timeline: &Timeline,
+    phases: &[PhaseMark],
+) -> io::Result<()> {
+    write_latency_chart_from_series(path, title, &write_series(timeline), phases)
+}
+
+/// [`write_latency_chart`] from a per-second series (as kept in a benchmark's
+/// JSON), so that a chart can be drawn again without the run.
+pub fn write_latency_chart_from_series(
+    path: &Path,
+    title: &str,
+    series: &[SecondPoint],
+    phases: &[PhaseMark],
+) -> io::Result<()> {
+    let root = SVGBackend::new(path, (WIDTH, LATENCY_HEIGHT)).into_drawing_area();
+    root.fill(&WHITE).map_err(chart_error)?;
+    let root = root
+        .titled(title, ("sans-serif", 20).into_font())
+        .map_err(chart_error)?;
+    let (upper, lower) = root.split_vertically(LATENCY_HEIGHT * 58 / 100);
+    let x_max = x_extent(series.len() as f64, phases);
+    draw_latency(&upper, series, phases, x_max)?;
+    draw_throughput(&lower, series, phases, x_max)?;
+    root.present().map_err(chart_error)
+}
+
+/// The x range: every second of the series and every phase.
+fn x_extent(seconds: f64, phases: &[PhaseMark]) -> f64 {
+    phases
+        .iter()
+        .map(|p| p.end_s)
+        .fold(seconds, f64::max)
+        .max(1.0)
+}
+
+/// Contiguous runs of the points where `value` is positive (a second without
+/// writes breaks the line instead of dropping it to zero).
+fn segments(series: &[SecondPoint], value: impl Fn(&SecondPoint) -> f64) -> Vec<Vec<(f64, f64)>> {
+    let mut out: Vec<Vec<(f64, f64)>> = Vec::new();
+    let mut current = Vec::new();
+    for point in series {
+        let v = value(point);
+        if v > 0.0 {
+            current.push((point.second as f64 + 0.5, v));
+        } else if !current.is_empty() {
+            out.push(std::mem::take(&mut current));
+        }
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+/// Draws each phase as a translucent band from `y_low` to `y_high`; with
+/// `legend`, each also gets an entry in the chart's legend (the bands of
+/// short phases are too narrow to carry their names).
+fn draw_phase_bands<DB: DrawingBackend>(
+    chart: &mut ChartContext<
+        '_,
+        DB,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, impl Ranged<ValueType = f64>>,
+    >,
+    phases: &[PhaseMark],
+    y_low: f64,
+    y_high: f64,
+    legend: bool,
+) -> io::Result<()> {
+    for (i, phase) in phases.iter().enumerate() {
+        let colour = phase_colour(i, &phase.label);
+        // A phase shorter than the line width still shows.
+        let end = phase.end_s.max(phase.start_s + 0.15);
+        let drawn = chart
+            .draw_series(std::iter::once(Rectangle::new(
+                [(phase.start_s, y_low), (end, y_high)],
+                colour.mix(0.2).filled(),
+            )))
+            .map_err(chart_error)?;
+        if legend {
+            drawn
+                .label(format!(
+                    "{} ({:.1}–{:.1} s)",
+                    phase.label, phase.start_s, phase.end_s
+                ))
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 18, y + 5)], colour.mix(0.45).filled())
+                });
+        }
+    }
+    Ok(())
+}
+
+fn draw_latency<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    series: &[SecondPoint],
+    phases: &[PhaseMark],
+    x_max: f64,
+) -> io::Result<()> {
+    let max_ms = series
+        .iter()
+        .map(|p| p.max_us as f64 / 1000.0)
+        .fold(1.0, f64::max);
+    let (y_low, y_high) = (0.1, max_ms * 3.0);
+    let mut chart = ChartBuilder::on(area)
+        .margin(12)
+        .x_label_area_size(28)
+        .y_label_area_size(64)
+        .build_cartesian_2d(0.0..x_max, (y_low..y_high).log_scale())
+        .map_err(chart_error)?;
+    chart
+        .configure_mesh()
+        .y_desc("write latency (ms, log)")
+        .y_label_formatter(&|v| format_ms(*v))
+        .x_label_formatter(&|v| format_seconds(*v, x_max))
+        .light_line_style(WHITE.mix(0.0))
+        .draw()
+        .map_err(chart_error)?;
+    draw_phase_bands(&mut chart, phases, y_low, y_high, true)?;
+    let lines: [Line; 3] = [
+        ("p50", RGBColor(30, 90, 200), |p| p.p50_us as f64 / 1000.0),
+        ("p99", RGBColor(240, 140, 0), |p| p.p99_us as f64 / 1000.0),
+        ("max", RGBColor(200, 30, 30), |p| p.max_us as f64 / 1000.0),
+    ];
+    for (label, colour, value) in lines {
+        let mut first = true;
+        for segment in segments(series, value) {
+            let drawn = chart
+                .draw_series(LineSeries::new(segment, colour.stroke_width(2)))
+                .map_err(chart_error)?;
+            if first {
+                drawn.label(label).legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(2))
+                });
+                first = false;
+            }
+        }
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.4))
+        .draw()
+        .map_err(chart_error)
+}
+
+fn draw_throughput<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    series: &[SecondPoint],
+    phases: &[PhaseMark],
+    x_max: f64,
+) -> io::Result<()> {
+    let y_max = series
+        .iter()
+        .map(|p| p.acknowledged.max(p.missed_slots).max(p.failed) as f64)
+        .fold(10.0, f64::max)
+        * 1.15;
+    let mut chart = ChartBuilder::on(area)
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(64)
+        .build_cartesian_2d(0.0..x_max, 0.0..y_max)
+        .map_err(chart_error)?;
+    chart
+        .configure_mesh()
+        .x_desc("seconds since the load started")
+        .y_desc("writes per second")
+        .x_label_formatter(&|v| format_seconds(*v, x_max))
+        .y_label_formatter(&|v| format!("{v:.0}"))
+        .light_line_style(WHITE.mix(0.0))
+        .draw()
+        .map_err(chart_error)?;
+    draw_phase_bands(&mut chart, phases, 0.0, y_max, false)?;
+    let lines: [Line; 3] = [
+        ("acknowledged", RGBColor(40, 150, 60), |p| {
+            p.acknowledged as f64
+        }),
+        (
+            "skipped slots (all writers waiting)",
+            RGBColor(120, 120, 120),
+            |p| p.missed_slots as f64,
+        ),
+        ("failed", RGBColor(200, 30, 30), |p| p.failed as f64),
+    ];
+    for (label, colour, value) in lines {
+        // Throughput drops to zero in a stall: draw the whole line.
+        let points: Vec<(f64, f64)> = series
+            .iter()
+            .map(|p| (p.second as f64 + 0.5, value(p)))
+            .collect();
+        if points.iter().all(|p| p.1 == 0.0) && label != "acknowledged" {
+            continue;
+        }
+        chart
+            .draw_series(LineSeries::new(points, colour.stroke_width(2)))
+            .map_err(chart_error)?
+            .label(label)
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(2))
+            });
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.4))
+        .draw()
+        .map_err(chart_error)
+}
+
+/// Draws change-log backlogs (entries over seconds) into an SVG file at
+/// `path`, with `phases` (of the first line's run) marked.
+pub fn write_backlog_chart(
+    path: &Path,
+    title: &str,
+    lines: &[BacklogLine],
+    phases: &[PhaseMark],
+) -> io::Result<()> {
+    let root = SVGBackend::new(path, (WIDTH, BACKLOG_HEIGHT)).into_drawing_area();
+    root.fill(&WHITE).map_err(chart_error)?;
+    let root = root
+        .titled(title, ("sans-serif", 20).into_font())
+        .map_err(chart_error)?;
+    let x_max = lines
+        .iter()
+        .flat_map(|l| l.samples.iter().map(|s| s.0))
+        .fold(x_extent(0.0, phases), f64::max);
+    // From a little before the first phase or sample: the load before a
+    // change has no backlog to show.
+    let x_min = lines
+        .iter()
+        .flat_map(|l| l.samples.iter().map(|s| s.0))
+        .chain(phases.iter().map(|p| p.start_s))
+        .fold(f64::INFINITY, f64::min);
+    let x_min = if x_min.is_finite() {
+        (x_min - 2.0).max(0.0).floor().min(x_max - 1.0).max(0.0)
+    } else {
+        0.0
+    };
+    let y_max = lines
+        .iter()
+        .flat_map(|l| l.samples.iter().map(|s| s.1 as f64))
+        .fold(10.0, f64::max)
+        * 1.2;
+    let mut chart = ChartBuilder::on(&root)
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(70)
+        .build_cartesian_2d(x_min..x_max, 0.0..y_max)
+        .map_err(chart_error)?;
+    chart
+        .configure_mesh()
+        .x_desc("seconds since the load started")
+        .y_desc("change-log entries waiting")
+        .x_label_formatter(&|v| format_seconds(*v, x_max - x_min))
+        .y_label_formatter(&|v| format!("{v:.0}"))
+        .light_line_style(WHITE.mix(0.0))
+        .draw()
+        .map_err(chart_error)?;
+    draw_phase_bands(&mut chart, phases, 0.0, y_max, true)?;
+    let colours = [
+        RGBColor(30, 90, 200),
+        RGBColor(200, 30, 30),
+        RGBColor(40, 150, 60),
+    ];
+    for (i, line) in lines.iter().enumerate() {
+        let colour = colours[i % colours.len()];
+        let points: Vec<(f64, f64)> = line.samples.iter().map(|(t, b)| (*t, *b as f64)).collect();
+        chart
+            .draw_series(LineSeries::new(points, colour.stroke_width(2)))
+            .map_err(chart_error)?
+            .label(line.label.clone())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(2))
+            });
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.4))
+        .draw()
+        .map_err(chart_error)?;
+    root.present().map_err(chart_error)
+}
+
+/// A latency axis label: `0.1`, `2`, `1.5 s`.
+fn format_ms(ms: f64) -> String {
+    if ms >= 1000.0 {
+        format!("{} s", trim(ms / 1000.0))
+    } else {
+        trim(ms)
+    }
+}
+
+/// A seconds axis label: whole seconds on a long axis, tenths on a short one.
+fn format_seconds(v: f64, span: f64) -> String {
+    if span < 20.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+fn trim(v: f64) -> String {
+    let text = format!("{v:.1}");
+    text.strip_suffix(".0").map(str::to_owned).unwrap_or(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::timeline::{OpKind, OpResult};
+    use std::time::Duration;
+
+    fn temp_dir(name: &str) -> std::path::PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("pgshift-bench-chart-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        dir
+    }
+
+    #[test]
+    fn a_latency_chart_is_written_as_svg_with_its_phases() {
+        let mut timeline = Timeline::default();
+        for s in 0..20u64 {
+            if (8..11).contains(&s) {
+                continue; // a stall: no write starts
+            }
+            for k in 0..50 {
+                timeline.record(
+                    OpKind::Insert,
+                    Duration::from_millis(s * 1000 + k * 20),
+                    Duration::from_micros(800 + k * 30),
+                    OpResult::Acknowledged,
+                );
+            }
+        }
+        timeline.record(
+            OpKind::Insert,
+            Duration::from_millis(7990),
+            Duration::from_secs(3),
+            OpResult::Acknowledged,
+        );
+        timeline.note_schedule(Duration::from_secs(9), 200, Duration::from_secs(1));
+        let dir = temp_dir("latency");
+        let path = dir.join("run.svg");
+        let phases = [
+            PhaseMark::new("copying", 2.0, 8.0),
+            PhaseMark::new("blocking ALTER", 8.0, 11.0),
+            PhaseMark::new("cutover", 11.0, 11.02),
+        ];
+        write_latency_chart(&path, "a run <with> & marks", &timeline, &phases).expect("written");
+        let svg = std::fs::read_to_string(&path).expect("read");
+        assert!(
+            svg.starts_with("<svg") || svg.contains("<svg"),
+            "{}",
+            &svg[..200]
+        );
+        assert!(svg.trim_end().ends_with("</svg>"));
+        for text in [
+            "copying",
+            "blocking ALTER",
+            "cutover",
+            "p99",
+            "acknowledged",
+            "&lt;with&gt;",
+        ] {
+            assert!(svg.contains(text), "{text} missing");
+        }
+        std::fs::remove_dir_all(&dir).expect("clean up");
+    }
+
+    #[test]
+    fn a_backlog_chart_is_written_and_an_empty_series_is_fine() {
+        let dir = temp_dir("backlog");
+        let path = dir.join("backlog.svg");
+        let lines = [
+            BacklogLine {
+                label: "400 writes/s".to_owned(),
+                samples: (0..30).map(|i| (i as f64, (i % 5) * 40)).collect(),
+            },
+            BacklogLine {
+                label: "empty".to_owned(),
+                samples: Vec::new(),
+            },
+        ];
+        write_backlog_chart(
+            &path,
+            "backlog",
+            &lines,
+            &[PhaseMark::new("copying", 1.0, 20.0)],
+        )
+        .expect("written");
+        let svg = std::fs::read_to_string(&path).expect("read");
+        assert!(svg.contains("400 writes/s") && svg.contains("copying"));
+        let empty = dir.join("empty.svg");
+        write_latency_chart_from_series(&empty, "nothing", &[], &[]).expect("written");
+        assert!(std::fs::read_to_string(&empty)
+            .expect("read")
+            .contains("</svg>"));
+        std::fs::remove_dir_all(&dir).expect("clean up");
+    }
+
+    #[test]
+    fn segments_break_at_seconds_without_writes_and_labels_are_short() {
+        let point = |second, p50_us| SecondPoint {
+            second,
+            writes: 1,
+            acknowledged: 1,
+            failed: 0,
+            missed_slots: 0,
+            p50_us,
+            p99_us: p50_us,
+            max_us: p50_us,
+        };
+        let series = [point(0, 1000), point(1, 0), point(2, 2000), point(3, 3000)];
+        let parts = segments(&series, |p| p.p50_us as f64);
+        assert_eq!(
+            parts,
+            vec![vec![(0.5, 1000.0)], vec![(2.5, 2000.0), (3.5, 3000.0)]]
+        );
+        assert_eq!(format_ms(0.1), "0.1");
+        assert_eq!(format_ms(20.0), "20");
+        assert_eq!(format_ms(1500.0), "1.5 s");
+    }
+}
