@@ -6,6 +6,7 @@
 //! membership, replica identity. The catalog is read back before `COMMIT`. A lost
 //! connection at `COMMIT` is settled by reading which OID holds the name (INV: ST-3).
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -52,6 +53,16 @@ async fn exec(client: &Client, what: &str, sql: &str) -> Result<(), CasError> {
         .batch_execute(sql)
         .await
         .map_err(|e| CasError::db(what.to_owned(), e))
+}
+
+/// Runs `statements` in order in one round trip (the swap's lock is held meanwhile:
+/// every round trip saved shortens it). They run inside the swap's transaction, so
+/// one failing undoes nothing less than the whole swap.
+async fn exec_all(client: &Client, what: &str, statements: &[String]) -> Result<(), CasError> {
+    if statements.is_empty() {
+        return Ok(());
+    }
+    exec(client, what, &statements.join(";\n")).await
 }
 
 /// Swaps, retrying the lock within the plan's budget. `catch_up` runs between
@@ -205,9 +216,12 @@ async fn swap_under_lock(client: &Client, plan: &RunPlan) -> Result<Option<SwapR
     if plan.source.carry.complete {
         // Comments, clustered and replica-identity indexes, publication membership,
         // by the final names.
-        for statement in &plan.source.carry.after_swap {
-            exec(client, "carrying settings to the new table", statement).await?;
-        }
+        exec_all(
+            client,
+            "carrying settings to the new table",
+            &plan.source.carry.after_swap,
+        )
+        .await?;
     } else {
         publications(client, plan).await?;
         if let Some(index) = plan.indexes.iter().find(|i| i.replica_identity) {
@@ -250,42 +264,35 @@ async fn partition_index_names(
         parents.push((pk_index, plan.shadow_key_name.clone()));
     }
     let schema = plan.source.table.name.schema.clone().unwrap_or_default();
+    let source_tables: Vec<QualifiedName> = plan
+        .source
+        .partitions
+        .iter()
+        .map(|p| qualify(&p.relation.name, &schema))
+        .collect();
+    let shadow_tables: Vec<QualifiedName> = plan
+        .shadow_partitions
+        .iter()
+        .map(|p| qualify(p, &schema))
+        .collect();
+    let source_parents: Vec<String> = parents.iter().map(|(s, _)| s.clone()).collect();
+    let shadow_parents: Vec<String> = parents.iter().map(|(_, t)| t.clone()).collect();
+    let source_children =
+        attached_children(client, &schema, &source_parents, &source_tables).await?;
+    let shadow_children =
+        attached_children(client, &schema, &shadow_parents, &shadow_tables).await?;
     for (source_partition, shadow_partition) in
         plan.source.partitions.iter().zip(&plan.shadow_partitions)
     {
         for (source_parent, shadow_parent) in &parents {
-            let child = |table: &QualifiedName, parent: &str| {
-                let table = table.clone();
-                let parent = parent.to_owned();
-                let schema = schema.clone();
-                async move {
-                    client
-                        .query_opt(
-                            "SELECT n.nspname::pg_catalog.text, ic.relname::pg_catalog.text \
-                               FROM pg_catalog.pg_inherits inh \
-                               JOIN pg_catalog.pg_class ic ON ic.oid OPERATOR(pg_catalog.=) inh.inhrelid \
-                               JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) ic.relnamespace \
-                               JOIN pg_catalog.pg_index i ON i.indexrelid OPERATOR(pg_catalog.=) ic.oid \
-                               JOIN pg_catalog.pg_class t ON t.oid OPERATOR(pg_catalog.=) i.indrelid \
-                               JOIN pg_catalog.pg_namespace tn ON tn.oid OPERATOR(pg_catalog.=) t.relnamespace \
-                               JOIN pg_catalog.pg_class pc ON pc.oid OPERATOR(pg_catalog.=) inh.inhparent \
-                               JOIN pg_catalog.pg_namespace pn ON pn.oid OPERATOR(pg_catalog.=) pc.relnamespace \
-                              WHERE pn.nspname OPERATOR(pg_catalog.=) $1::pg_catalog.text AND pc.relname OPERATOR(pg_catalog.=) $2::pg_catalog.text \
-                                AND tn.nspname OPERATOR(pg_catalog.=) $3::pg_catalog.text AND t.relname OPERATOR(pg_catalog.=) $4::pg_catalog.text",
-                            &[&schema, &parent, &table.schema.clone().unwrap_or_default(), &table.name],
-                        )
-                        .await
-                        .map(|row| row.map(|r| QualifiedName::qualified(r.get::<_, String>(0), r.get::<_, String>(1))))
-                }
-            };
-            let source_child = child(&source_partition.relation.name, source_parent)
-                .await
-                .map_err(|e| CasError::db("reading partition indexes", e))?;
-            let shadow_child = child(shadow_partition, shadow_parent)
-                .await
-                .map_err(|e| CasError::db("reading partition indexes", e))?;
+            let source_child = source_children.get(&(
+                source_parent.clone(),
+                qualify(&source_partition.relation.name, &schema),
+            ));
+            let shadow_child =
+                shadow_children.get(&(shadow_parent.clone(), qualify(shadow_partition, &schema)));
             if let (Some(s), Some(t)) = (source_child, shadow_child) {
-                pairs.push((s, t));
+                pairs.push((s.clone(), t.clone()));
             }
         }
     }
@@ -345,28 +352,52 @@ async fn texts(
         .collect())
 }
 
-/// The index of table `table` attached to index `parent` (both in `schema`).
-async fn attached_child(
+/// The indexes attached to the partitioned indexes `parents` (in `schema`), on the
+/// tables `tables` (a table without a schema is taken to be in `schema`), keyed by
+/// `(parent index name, table)`: one catalog read under the lock instead of one per
+/// pair.
+async fn attached_children(
     client: &Client,
     schema: &str,
-    parent: &str,
-    table: &str,
-) -> Result<Option<String>, CasError> {
+    parents: &[String],
+    tables: &[QualifiedName],
+) -> Result<HashMap<(String, QualifiedName), QualifiedName>, CasError> {
+    let table_schemas: Vec<String> = tables
+        .iter()
+        .map(|t| t.schema.clone().unwrap_or_else(|| schema.to_owned()))
+        .collect();
+    let table_names: Vec<String> = tables.iter().map(|t| t.name.clone()).collect();
     let rows = texts(
         client,
         "reading partition indexes",
-        "SELECT ic.relname::pg_catalog.text FROM pg_catalog.pg_inherits h \
+        "SELECT p.relname::pg_catalog.text, tn.nspname::pg_catalog.text, t.relname::pg_catalog.text, \
+                cn.nspname::pg_catalog.text, ic.relname::pg_catalog.text \
+           FROM pg_catalog.pg_inherits h \
            JOIN pg_catalog.pg_class ic ON ic.oid OPERATOR(pg_catalog.=) h.inhrelid \
+           JOIN pg_catalog.pg_namespace cn ON cn.oid OPERATOR(pg_catalog.=) ic.relnamespace \
            JOIN pg_catalog.pg_class p ON p.oid OPERATOR(pg_catalog.=) h.inhparent \
+           JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.relnamespace \
            JOIN pg_catalog.pg_index i ON i.indexrelid OPERATOR(pg_catalog.=) ic.oid \
            JOIN pg_catalog.pg_class t ON t.oid OPERATOR(pg_catalog.=) i.indrelid \
-           JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.relnamespace \
-          WHERE n.nspname OPERATOR(pg_catalog.=) $1::pg_catalog.text AND p.relname OPERATOR(pg_catalog.=) $2::pg_catalog.text \
-            AND t.relnamespace OPERATOR(pg_catalog.=) n.oid AND t.relname OPERATOR(pg_catalog.=) $3::pg_catalog.text",
-        &[&schema, &parent, &table],
+           JOIN pg_catalog.pg_namespace tn ON tn.oid OPERATOR(pg_catalog.=) t.relnamespace \
+           JOIN ROWS FROM (pg_catalog.unnest($3::pg_catalog.text[]), pg_catalog.unnest($4::pg_catalog.text[])) AS w(nspname, relname) \
+             ON w.nspname OPERATOR(pg_catalog.=) tn.nspname AND w.relname OPERATOR(pg_catalog.=) t.relname \
+          WHERE n.nspname OPERATOR(pg_catalog.=) $1::pg_catalog.text \
+            AND p.relname OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.text[])",
+        &[&schema, &parents, &table_schemas, &table_names],
     )
     .await?;
-    Ok(rows.into_iter().next().map(|mut r| r.remove(0)))
+    Ok(rows
+        .into_iter()
+        .map(|r| {
+            let [parent, table_schema, table, child_schema, child] =
+                <[String; 5]>::try_from(r).unwrap_or_else(|_| Default::default());
+            (
+                (parent, QualifiedName::qualified(table_schema, table)),
+                QualifiedName::qualified(child_schema, child),
+            )
+        })
+        .collect())
 }
 
 /// The renames of a plan whose shadow was made with every final name known: every
@@ -446,14 +477,21 @@ async fn rename_all(client: &Client, plan: &RunPlan) -> Result<(), CasError> {
         plan.shadow_key_name.as_str(),
         carry.key_partition_names.as_slice(),
     ));
+    let parent_names: Vec<String> = parents.iter().map(|(p, _)| (*p).to_owned()).collect();
+    let shadow_tables: Vec<QualifiedName> = plan
+        .shadow_partitions
+        .iter()
+        .map(|p| qualify(p, &schema))
+        .collect();
+    let children = attached_children(client, &schema, &parent_names, &shadow_tables).await?;
     for (parent, finals) in parents {
         for (shadow_partition, final_name) in plan.shadow_partitions.iter().zip(finals) {
             if let Some(child) =
-                attached_child(client, &schema, parent, &shadow_partition.name).await?
+                children.get(&(parent.to_owned(), qualify(shadow_partition, &schema)))
             {
                 sql.push(format!(
                     "ALTER INDEX {} RENAME TO {}",
-                    in_schema(&plan.source.table.name.schema, &child),
+                    child,
                     quote_ident(final_name)
                 ));
             }
@@ -510,10 +548,15 @@ async fn rename_all(client: &Client, plan: &RunPlan) -> Result<(), CasError> {
             quote_ident(&source_partition.relation.name.name)
         ));
     }
-    for statement in sql {
-        exec(client, "exchanging names", &statement).await?;
-    }
-    Ok(())
+    exec_all(client, "exchanging names", &sql).await
+}
+
+/// `name` with its schema spelled out (`schema` when it has none).
+fn qualify(name: &QualifiedName, schema: &str) -> QualifiedName {
+    QualifiedName::qualified(
+        name.schema.clone().unwrap_or_else(|| schema.to_owned()),
+        name.name.clone(),
+    )
 }
 
 fn in_schema(schema: &Option<String>, name: &str) -> QualifiedName {
@@ -591,31 +634,27 @@ async fn rename_tree(
             quote_ident(&source_partition.relation.name.name)
         ));
     }
-    for statement in sql {
-        exec(client, "exchanging names", &statement).await?;
-    }
-    Ok(())
+    exec_all(client, "exchanging names", &sql).await
 }
 
 /// The source's user triggers, recreated on the new table with their names,
 /// definitions and enable states (on the parent and on each partition).
 async fn triggers(client: &Client, plan: &RunPlan) -> Result<(), CasError> {
-    for trigger in plan.source.triggers.iter().filter(|t| !t.clone) {
-        exec(client, "recreating a trigger", &trigger.definition).await?;
-    }
+    let mut sql: Vec<String> = plan
+        .source
+        .triggers
+        .iter()
+        .filter(|t| !t.clone)
+        .map(|t| t.definition.clone())
+        .collect();
     for trigger in &plan.source.triggers {
         if let Some(comment) = &trigger.comment {
-            exec(
-                client,
-                "commenting a trigger",
-                &format!(
-                    "COMMENT ON TRIGGER {} ON {} IS {}",
-                    quote_ident(&trigger.name),
-                    trigger.on,
-                    pgshift_sql::quote_literal(comment)
-                ),
-            )
-            .await?;
+            sql.push(format!(
+                "COMMENT ON TRIGGER {} ON {} IS {}",
+                quote_ident(&trigger.name),
+                trigger.on,
+                pgshift_sql::quote_literal(comment)
+            ));
         }
         let action = match trigger.enabled.as_str() {
             "A" => "ENABLE ALWAYS",
@@ -624,19 +663,19 @@ async fn triggers(client: &Client, plan: &RunPlan) -> Result<(), CasError> {
             _ if trigger.clone => "ENABLE",
             _ => continue,
         };
-        exec(
-            client,
-            "setting a trigger's enable state",
-            &format!(
-                "ALTER TABLE {}{} {action} TRIGGER {}",
-                if trigger.clone { "ONLY " } else { "" },
-                trigger.on,
-                quote_ident(&trigger.name)
-            ),
-        )
-        .await?;
+        sql.push(format!(
+            "ALTER TABLE {}{} {action} TRIGGER {}",
+            if trigger.clone { "ONLY " } else { "" },
+            trigger.on,
+            quote_ident(&trigger.name)
+        ));
     }
-    Ok(())
+    exec_all(
+        client,
+        "recreating the triggers with their comments and enable states",
+        &sql,
+    )
+    .await
 }
 
 /// Foreign keys of other tables are re-pointed at the new table, `NOT VALID`
