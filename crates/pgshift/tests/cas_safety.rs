@@ -196,6 +196,20 @@ tampering! {
                    SECURITY DEFINER AS $$ BEGIN RETURN NULL; END $$",
         write: UPDATE_17, written: READ_17,
     }
+    /// The capture's function given a setting of its own (`ALTER FUNCTION … SET`):
+    /// its body is unchanged, but it no longer runs as installed.
+    fn inv_co_4_capture_function_given_a_setting {
+        mode: Mode::Live, schema: SCHEMA, table: "items",
+        tamper: "ALTER FUNCTION pgshift.capture_{run}() SET search_path = public",
+        write: UPDATE_17, written: READ_17,
+    }
+    /// The capture's function made SECURITY INVOKER: a writer without rights on the
+    /// change log would fail (or, with them, write where its own privileges allow).
+    fn inv_co_4_capture_function_made_security_invoker {
+        mode: Mode::Live, schema: SCHEMA, table: "items",
+        tamper: "ALTER FUNCTION pgshift.capture_{run}() SECURITY INVOKER",
+        write: UPDATE_17, written: READ_17,
+    }
     /// The TRUNCATE guard dropped.
     fn inv_co_4_truncate_guard_dropped {
         mode: Mode::Live, schema: SCHEMA, table: "items",

@@ -7,12 +7,17 @@
 //! consumed entries. Re-reading the current row makes applying idempotent and
 //! convergent: a later change has its own, later entry. There is one applier per run,
 //! so no two appliers ever race on a key.
+//!
+//! An applier works on one session: it prepares its statements there once (the read
+//! of the log again only when the ledger's ranges change it), so a batch costs a bind
+//! and an execute per statement, not a parse and a plan.
 
 use std::collections::BTreeSet;
+use std::time::Duration;
 
 use tokio::sync::Mutex;
 use tokio_postgres::types::ToSql;
-use tokio_postgres::Client;
+use tokio_postgres::{Client, Statement};
 
 use super::error::CasError;
 use super::keys::{KeySpec, KeyValue};
@@ -32,6 +37,44 @@ pub struct Batch {
     pub deferred: usize,
 }
 
+/// The smallest batch the background applier asks for.
+pub const BATCH_MIN: i64 = 2_000;
+/// The largest: a full batch doubles the next one's size up to here, so that a large
+/// backlog is worked off with few statements per entry.
+pub const BATCH_MAX: i64 = 16_000;
+/// The background applier's pause after a batch that was not full: entries gather
+/// for a moment, so that a steady stream of writes is applied in batches of some
+/// size rather than a few entries per round of statements (whose fixed cost, on the
+/// server's cores, is taken from the writers).
+pub const PAUSE: Duration = Duration::from_millis(50);
+
+/// The size of the next batch of the background applier, after a batch that read
+/// `read` entries of at most `limit`: twice as large after a full batch (at most
+/// [`BATCH_MAX`]), back to [`BATCH_MIN`] otherwise. The second value says whether to
+/// pause ([`PAUSE`]) first.
+pub fn next_limit(limit: i64, read: usize) -> (i64, bool) {
+    if i64::try_from(read).unwrap_or(i64::MAX) >= limit {
+        (limit.saturating_mul(2).clamp(BATCH_MIN, BATCH_MAX), false)
+    } else {
+        (BATCH_MIN, true)
+    }
+}
+
+/// The statements an applier prepared on its session.
+struct Prepared {
+    /// The read of the log, and the standing expression's text it was prepared for.
+    read: Option<(String, Statement)>,
+    delete: Statement,
+    insert: Statement,
+    consume: Statement,
+}
+
+impl std::fmt::Debug for Prepared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prepared").finish_non_exhaustive()
+    }
+}
+
 /// The applier's position in the log.
 #[derive(Debug)]
 pub struct Applier {
@@ -42,6 +85,8 @@ pub struct Applier {
     deferred_min: Option<i64>,
     /// The ledger's landing count when entries were last deferred.
     seen_landings: u64,
+    /// Statements prepared on the session of [`Applier::step`].
+    prepared: Option<Prepared>,
 }
 
 /// The `CASE` expression giving each log entry's standing, with the bounds it needs
@@ -95,7 +140,43 @@ impl Applier {
             after: 0,
             deferred_min: None,
             seen_landings: 0,
+            prepared: None,
         }
+    }
+
+    /// Reads the log again from its start at the next step. Entries the applier has
+    /// passed but not consumed are read again and classified again: deferred ones,
+    /// and those of a transaction that committed after a later entry had been read
+    /// (log ids are taken in write order, not commit order).
+    pub fn rewind(&mut self) {
+        self.after = 0;
+        self.deferred_min = None;
+    }
+
+    /// The statements prepared on `client` (prepared on first use; the read of the
+    /// log again when its standing expression changed).
+    async fn prepared(
+        &mut self,
+        client: &Client,
+        standing: &str,
+    ) -> Result<&Prepared, tokio_postgres::Error> {
+        if self.prepared.is_none() {
+            let delete = client.prepare(&self.statements.delete_keys()).await?;
+            let insert = client.prepare(&self.statements.insert_keys()).await?;
+            let consume = client.prepare(&self.statements.consume()).await?;
+            self.prepared = Some(Prepared {
+                read: None,
+                delete,
+                insert,
+                consume,
+            });
+        }
+        let prepared = self.prepared.as_mut().expect("prepared above");
+        if prepared.read.as_ref().map(|(text, _)| text.as_str()) != Some(standing) {
+            let read = client.prepare(&self.statements.read_log(standing)).await?;
+            prepared.read = Some((standing.to_owned(), read));
+        }
+        Ok(prepared)
     }
 
     /// Entries in the log now.
@@ -127,12 +208,20 @@ impl Applier {
             }
             let mut bounds = Vec::new();
             let standing = standing_expression(&key, ledger_state, 3, &mut bounds);
-            let sql = self.statements.read_log(&standing);
-            let mut params: Vec<&(dyn ToSql + Sync)> = vec![&self.after, &limit];
-            params.extend(bounds.iter().map(|b| b as &(dyn ToSql + Sync)));
             self.seen_landings = *landings;
+            let after = self.after;
+            let read = self
+                .prepared(client, &standing)
+                .await
+                .map_err(|e| CasError::db("preparing the applier's statements", e))?
+                .read
+                .as_ref()
+                .map(|(_, read)| read.clone())
+                .expect("prepared with the read");
+            let mut params: Vec<&(dyn ToSql + Sync)> = vec![&after, &limit];
+            params.extend(bounds.iter().map(|b| b as &(dyn ToSql + Sync)));
             client
-                .query(&sql, &params)
+                .query(&read, &params)
                 .await
                 .map_err(|e| CasError::db("reading the change log", e))?
         };
@@ -176,13 +265,15 @@ impl Applier {
     }
 
     /// In one transaction: delete the keys from the shadow, insert the source's current
-    /// rows for them, delete the consumed entries.
-    pub async fn apply(
+    /// rows for them, delete the consumed entries (with the statements prepared on
+    /// `client` by [`Applier::step`]).
+    async fn apply(
         &self,
         client: &Client,
         keys: &BTreeSet<KeyValue>,
         consumed: &[i64],
     ) -> Result<(), CasError> {
+        let prepared = self.prepared.as_ref().expect("prepared by step");
         let columns = self.statements.key().len();
         let arrays: Vec<Vec<String>> = (0..columns)
             .map(|i| keys.iter().map(|k| k[i].clone()).collect())
@@ -197,17 +288,11 @@ impl Applier {
                     .await?;
             }
             if !keys.is_empty() {
-                client
-                    .execute(&self.statements.delete_keys(), &array_params)
-                    .await?;
-                client
-                    .execute(&self.statements.insert_keys(), &array_params)
-                    .await?;
+                client.execute(&prepared.delete, &array_params).await?;
+                client.execute(&prepared.insert, &array_params).await?;
             }
             if !consumed.is_empty() {
-                client
-                    .execute(&self.statements.consume(), &[&consumed])
-                    .await?;
+                client.execute(&prepared.consume, &[&consumed]).await?;
             }
             client.batch_execute("COMMIT").await?;
             Ok::<_, tokio_postgres::Error>(())
@@ -309,6 +394,15 @@ mod tests {
             type_sql: "bigint".to_owned(),
         }])
         .expect("valid")
+    }
+
+    #[test]
+    fn batches_grow_while_full_and_pause_when_not() {
+        assert_eq!(next_limit(BATCH_MIN, 0), (BATCH_MIN, true));
+        assert_eq!(next_limit(BATCH_MIN, 10), (BATCH_MIN, true));
+        assert_eq!(next_limit(BATCH_MIN, 2_000), (2 * BATCH_MIN, false));
+        assert_eq!(next_limit(BATCH_MAX, 16_000), (BATCH_MAX, false));
+        assert_eq!(next_limit(8_000, 7_999), (BATCH_MIN, true));
     }
 
     #[test]

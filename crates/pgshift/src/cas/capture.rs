@@ -61,9 +61,13 @@ pub fn install_sql(plan: &RunPlan) -> Result<String, CasError> {
             key_columns.join(", ")
         ),
         format!("CREATE INDEX ON {log} ({})", key_list.join(", ")),
+        // No `SET search_path` on the capture function: a function-level setting is
+        // saved and restored on every call, for every row written. The body names
+        // nothing through the search path (see `capture_body`), so the writer's own
+        // search path cannot change what it does.
         format!(
             "CREATE FUNCTION {capture}() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER \
-             SET search_path = pg_catalog, pg_temp AS {tag}{body}{tag}"
+             AS {tag}{body}{tag}"
         ),
         format!(
             "CREATE FUNCTION {refuse}() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER \
@@ -114,9 +118,55 @@ fn quoted_keys(plan: &RunPlan) -> Vec<String> {
         .collect()
 }
 
-/// The capture function's body: the old key (on a delete, or an update that moved the
-/// key) and the new key (on an insert or update) go into the change log.
+/// The capture function's body: the new key (on an insert or update) and the old key
+/// (on a delete, or an update that moved the key) go into the change log.
+///
+/// The function is `SECURITY DEFINER` (writers need no rights on the log) without a
+/// `SET search_path` (a per-call cost), so the body must not resolve any name or
+/// operator through the caller's search path: the log table is schema-qualified, the
+/// comparisons are `OPERATOR(pg_catalog.=)` one key column at a time (a row
+/// comparison, or `IS DISTINCT FROM`, would look up `=` through the search path), and
+/// `IS NOT TRUE` logs the old key too when a comparison is not decidedly true. Those
+/// operators are the ones the earlier `search_path = pg_catalog, pg_temp` resolved.
 fn capture_body(plan: &RunPlan) -> String {
+    let keys = quoted_keys(plan);
+    let prefixed = |prefix: &str| -> String {
+        keys.iter()
+            .map(|k| format!("{prefix}.{k}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let same_key = keys
+        .iter()
+        .map(|k| format!("OLD.{k} OPERATOR(pg_catalog.=) NEW.{k}"))
+        .collect::<Vec<_>>()
+        .join(" AND ");
+    format!(
+        "BEGIN
+  IF TG_OP OPERATOR(pg_catalog.=) 'INSERT' THEN
+    INSERT INTO {log} ({keys}) VALUES ({new});
+  ELSIF TG_OP OPERATOR(pg_catalog.=) 'DELETE' THEN
+    INSERT INTO {log} ({keys}) VALUES ({old});
+  ELSE
+    IF ({same_key}) IS NOT TRUE THEN
+      INSERT INTO {log} ({keys}) VALUES ({old});
+    END IF;
+    INSERT INTO {log} ({keys}) VALUES ({new});
+  END IF;
+  RETURN NULL;
+END",
+        old = prefixed("OLD"),
+        new = prefixed("NEW"),
+        keys = keys.join(", "),
+        log = plan.names().log_table(),
+    )
+}
+
+/// The capture function's body as runs installed it before the function lost its
+/// `SET search_path = pg_catalog, pg_temp` (which its `IS DISTINCT FROM` needs): a
+/// run started by an earlier version and resumed by this one has it, and it is as
+/// intact as the current shape when it still has exactly that body and setting.
+fn legacy_capture_body(plan: &RunPlan) -> String {
     let keys = quoted_keys(plan);
     let prefixed = |prefix: &str| -> String {
         keys.iter()
@@ -141,6 +191,9 @@ END",
     )
 }
 
+/// `proconfig` of the functions that have `SET search_path = pg_catalog, pg_temp`.
+const PINNED_SEARCH_PATH: &str = "search_path=pg_catalog, pg_temp";
+
 /// The refusal function's body: every write (or `TRUNCATE`) fails with SQLSTATE 55006.
 fn refuse_body(plan: &RunPlan) -> String {
     let message = quote_literal(&format!(
@@ -151,6 +204,9 @@ fn refuse_body(plan: &RunPlan) -> String {
         "BEGIN RAISE EXCEPTION USING ERRCODE = '55006', MESSAGE = pg_catalog.format({message}, TG_TABLE_NAME); END"
     )
 }
+
+/// A trigger function's body and `proconfig` (its `SET` options).
+type Shape = (String, Option<Vec<String>>);
 
 /// What is wrong with the capture or fence on one relation.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -165,7 +221,8 @@ pub struct Breach {
 /// partition, by OID: each relation has exactly the expected trigger — named as
 /// planned, calling the run's function, with the planned events and timing,
 /// `tgenabled = 'A'`, no `WHEN`, no column list, no arguments, not deferrable, and the
-/// function still has the body the run gave it.
+/// function still has the body and the settings (`SET` options) the run gave it, and
+/// is still `SECURITY DEFINER`.
 /// Returns every breach found (none: intact).
 pub async fn check(client: &Client, plan: &RunPlan) -> Result<Vec<Breach>, CasError> {
     let names = plan.names();
@@ -173,8 +230,16 @@ pub async fn check(client: &Client, plan: &RunPlan) -> Result<Vec<Breach>, CasEr
     oids.extend(plan.source.partitions.iter().map(|p| p.relation.oid));
     // INV: CO-4 — intact means: on every relation, by OID, the exact trigger the run
     // installed, ALWAYS-enabled, with nothing that could make it skip a row.
-    let (capture, refuse) = (capture_body(plan), refuse_body(plan));
-    let expected: Vec<(String, pgshift_sql::QualifiedName, &str, i16)> = match plan.options.mode {
+    // A function is intact when its body and settings are one of the shapes a run
+    // installs, both together (and it is still SECURITY DEFINER).
+    let pinned = Some(vec![PINNED_SEARCH_PATH.to_owned()]);
+    let capture: Vec<Shape> = vec![
+        (capture_body(plan), None),
+        (legacy_capture_body(plan), pinned.clone()),
+    ];
+    let refuse: Vec<Shape> = vec![(refuse_body(plan), pinned)];
+    let expected: Vec<(String, pgshift_sql::QualifiedName, &[Shape], i16)> = match plan.options.mode
+    {
         Mode::Live => vec![
             (
                 names.capture_trigger(),
@@ -198,13 +263,13 @@ pub async fn check(client: &Client, plan: &RunPlan) -> Result<Vec<Breach>, CasEr
     };
     let mut breaches = Vec::new();
     for oid in &oids {
-        for (trigger, function, body, tgtype) in &expected {
+        for (trigger, function, shapes, tgtype) in &expected {
             let rows = client
                 .query(
                     "SELECT t.tgenabled::pg_catalog.text, t.tgtype, t.tgqual IS NULL, \
                             pg_catalog.cardinality(t.tgattr::pg_catalog.int2[]) OPERATOR(pg_catalog.=) 0, t.tgnargs, \
                             t.tgdeferrable, t.tginitdeferred, fn.nspname::pg_catalog.text, f.proname::pg_catalog.text, \
-                            f.prosrc, f.prosecdef \
+                            f.prosrc, f.prosecdef, f.proconfig \
                        FROM pg_catalog.pg_trigger t \
                        JOIN pg_catalog.pg_proc f ON f.oid OPERATOR(pg_catalog.=) t.tgfoid \
                        JOIN pg_catalog.pg_namespace fn ON fn.oid OPERATOR(pg_catalog.=) f.pronamespace \
@@ -246,7 +311,9 @@ pub async fn check(client: &Client, plan: &RunPlan) -> Result<Vec<Breach>, CasEr
             let (schema, name): (String, String) = (row.get(7), row.get(8));
             if Some(&schema) != function.schema.as_ref() || name != function.name {
                 problems.push(format!("it calls {schema}.{name}, not {function}"));
-            } else if row.get::<_, String>(9) != *body || !row.get::<_, bool>(10) {
+            } else if !row.get::<_, bool>(10)
+                || !shapes.contains(&(row.get::<_, String>(9), row.get(11)))
+            {
                 problems.push(format!("function {function} was replaced"));
             }
             if !problems.is_empty() {

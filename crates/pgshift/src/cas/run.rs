@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::Mutex;
 use tokio_postgres::Client;
 
-use super::applier::Applier;
+use super::applier::{self, Applier};
 use super::capture;
 use super::copier::{self, CopyState, Sizing};
 use super::cutover::{self, SwapReport};
@@ -26,7 +26,7 @@ use super::shadow;
 use super::source::{self, SourceFacts};
 use super::statements::Statements;
 use super::store::{self, Phase, RunRecord};
-use super::verify::{self, ChunkCheck};
+use super::verify;
 use crate::connect::{ConnectionSpec, Session};
 use crate::refusal::{Refusal, RefusalCause};
 use pgshift_sql::{quote_ident, QualifiedName, Statement};
@@ -182,6 +182,7 @@ async fn start_locked(
         search_path: search_path.to_vec(),
         source: facts,
     };
+    probe_key_equality(client, &plan).await?;
     let name = &plan.source.table.name;
     plan.run = store::insert(
         client,
@@ -546,6 +547,31 @@ async fn prepare(
     Ok(())
 }
 
+/// The capture compares keys with `OPERATOR(pg_catalog.=)` in the writers' sessions:
+/// a key type without such an operator would make every UPDATE of the source fail.
+/// Probed before the run is recorded.
+async fn probe_key_equality(client: &Client, plan: &RunPlan) -> Result<(), CasError> {
+    for column in plan.key.columns() {
+        let probe = format!(
+            "SELECT NULL::{t} OPERATOR(pg_catalog.=) NULL::{t}",
+            t = column.type_sql
+        );
+        if let Err(e) = client.batch_execute(&probe).await {
+            return Err(CasError::Refused(Refusal::new(
+                RefusalCause::NoUsableKey,
+                format!(
+                    "key column {} of {} has type {}, which has no built-in = operator the capture trigger can use ({}); copy-and-swap needs a key of built-in comparable types",
+                    quote_ident(&column.name),
+                    plan.source.table.name,
+                    column.type_sql,
+                    e.as_db_error().map_or_else(|| e.to_string(), |d| d.message().to_owned())
+                ),
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Installs the capture (or fence) in one transaction under a short lock budget,
 /// retried, then proves it intact.
 async fn install_capture(client: &Client, plan: &RunPlan) -> Result<(), CasError> {
@@ -593,7 +619,13 @@ async fn install_capture(client: &Client, plan: &RunPlan) -> Result<(), CasError
     )))
 }
 
-/// The background applier: runs until stopped, pausable for the swap.
+/// How often the background applier, when caught up, reads the change log from its
+/// start again (see [`Applier::rewind`]).
+const REWIND_EVERY: Duration = Duration::from_secs(2);
+
+/// The background applier: runs until stopped, pausable for the swap. It applies in
+/// batches of [`applier::BATCH_MIN`] entries, larger while batches come back full,
+/// and pauses for [`applier::PAUSE`] after a batch that was not.
 struct ApplierTask {
     stop: Arc<AtomicBool>,
     gate: Arc<Mutex<()>>,
@@ -611,18 +643,29 @@ impl ApplierTask {
             let mut applier = Applier::new(statements);
             let client = session.client();
             let mut ticks: u32 = 0;
+            let mut limit = applier::BATCH_MIN;
+            let mut rewound = Instant::now();
             while !stop_flag.load(Ordering::Relaxed) {
                 let batch = {
                     let _open = gate_lock.lock().await;
-                    applier.step(client, &state.ledger, 2_000).await?
+                    applier.step(client, &state.ledger, limit).await?
                 };
                 ticks = ticks.wrapping_add(1);
                 if ticks % 50 == 0 {
                     let backlog = applier.backlog(client).await?;
                     max.fetch_max(backlog, Ordering::Relaxed);
                 }
-                if batch.read == 0 {
-                    tokio::time::sleep(Duration::from_millis(20)).await;
+                let pause;
+                (limit, pause) = applier::next_limit(limit, batch.read);
+                if pause {
+                    // Caught up: now and then, read the log from its start again for
+                    // entries committed after a later one was read, so that they do
+                    // not wait for the swap's drain.
+                    if rewound.elapsed() >= REWIND_EVERY {
+                        applier.rewind();
+                        rewound = Instant::now();
+                    }
+                    tokio::time::sleep(applier::PAUSE).await;
                 }
             }
             Ok(())
@@ -819,7 +862,7 @@ async fn run_phases(
     progress.phase(Phase::Verifying);
     store::set_phase(client, plan.run, Phase::Verifying).await?;
     verify_all(
-        client, plan, statements, applier, estimate, report, progress,
+        spec, client, plan, statements, applier, estimate, report, progress,
     )
     .await?;
     report
@@ -906,6 +949,7 @@ async fn terminate_earlier_sessions(client: &Client, plan: &RunPlan) -> Result<(
         names.copy_application(),
         format!("pgshift-index-{}", plan.run),
         format!("pgshift-apply-{}", plan.run),
+        format!("pgshift-verify-{}", plan.run),
     ];
     terminate_sessions(client, &applications).await
 }
@@ -1084,8 +1128,11 @@ async fn build_indexes(spec: &ConnectionSpec, plan: &RunPlan) -> Result<(), CasE
 }
 
 /// A complete verification pass with no repair and no divergence (INV: CO-7):
-/// only that lets the run swap.
+/// only that lets the run swap. A pass is verified by `workers` sessions at once, each
+/// chunk in one snapshot of its own (as the copy is made by `workers` sessions).
+#[allow(clippy::too_many_arguments)]
 async fn verify_all(
+    spec: &ConnectionSpec,
     client: &Client,
     plan: &RunPlan,
     statements: &Statements,
@@ -1096,69 +1143,55 @@ async fn verify_all(
 ) -> Result<(), CasError> {
     store::set_verified(client, plan.run, false).await?;
     const MAX_PASSES: u32 = 3;
-    // Verification chunks shrink where writes keep a chunk pending (fewer keys, fewer
-    // chances that one of them has a change not yet applied) and grow back after.
-    const LARGEST: i64 = 50_000;
-    const SMALLEST: i64 = 200;
-    const MAX_PENDING: u32 = 600;
+    let mut sessions = Vec::new();
+    for _ in 0..plan.options.workers.max(1) {
+        sessions.push(Arc::new(
+            session::open(spec, &format!("pgshift-verify-{}", plan.run)).await?,
+        ));
+    }
     for _ in 0..MAX_PASSES {
         report.verification_passes += 1;
-        let mut repaired = false;
-        let mut lo = None;
-        let mut verified: i64 = 0;
-        let mut size = LARGEST;
-        loop {
-            let mut pending_rounds: u32 = 0;
-            let mut pending_here: u32 = 0;
-            let hi = loop {
-                let hi = verify::next_bound(client, statements, &lo, size).await?;
-                if let Some(task) = applier {
-                    task.check()?;
+        let pass = Arc::new(verify::Pass::default());
+        let mut workers = Workers(Vec::new());
+        for session in &sessions {
+            let (session, statements, pass) = (session.clone(), statements.clone(), pass.clone());
+            let repair = plan.options.repair;
+            workers.0.push(tokio::spawn(async move {
+                verify::worker(session.client(), &statements, &pass, repair).await
+            }));
+        }
+        while !workers.0.is_empty() {
+            // A worker that stopped with an error (a divergence) stops the pass (the
+            // others are aborted when `workers` drops).
+            let mut i = 0;
+            while i < workers.0.len() {
+                if workers.0[i].is_finished() {
+                    let handle = workers.0.swap_remove(i);
+                    handle.await.map_err(|e| {
+                        CasError::Record(format!("a verification worker failed: {e}"))
+                    })??;
+                } else {
+                    i += 1;
                 }
-                match verify::check_chunk(client, statements, &lo, &hi).await? {
-                    ChunkCheck::Clean { rows } => {
-                        verified += rows;
-                        if pending_here == 0 {
-                            size = (size * 2).min(LARGEST);
-                        }
-                        break hi;
-                    }
-                    ChunkCheck::Pending => {
-                        pending_rounds += 1;
-                        pending_here += 1;
-                        if pending_rounds > MAX_PENDING {
-                            return Err(CasError::Divergence(
-                                "changes keep arriving faster than the applier applies them; verification cannot complete".to_owned(),
-                            ));
-                        }
-                        if pending_here >= 2 && size > SMALLEST {
-                            size = (size / 4).max(SMALLEST);
-                            pending_here = 0;
-                            continue;
-                        }
-                        tokio::time::sleep(verify::PENDING_BACKOFF).await;
-                    }
-                    ChunkCheck::Diverged { detail } => {
-                        if !plan.options.repair {
-                            return Err(CasError::Divergence(format!(
-                                "a chunk of the shadow differs from the source: {detail}; the run stops (rerun with --on-divergence=repair to repair and verify again)"
-                            )));
-                        }
-                        progress.note(&format!("repairing a diverged chunk: {detail}"));
-                        verify::repair(client, statements, &lo, &hi).await?;
-                        repaired = true;
-                        break hi;
-                    }
-                }
-            };
-            progress.verified(verified, estimate);
-            match hi {
-                Some(hi) => lo = Some(hi),
-                None => break,
+            }
+            if let Some(task) = applier {
+                task.check()?;
+            }
+            let notes: Vec<String> = pass
+                .notes
+                .lock()
+                .map(|mut notes| notes.drain(..).collect())
+                .unwrap_or_default();
+            for note in notes {
+                progress.note(&note);
+            }
+            progress.verified(pass.verified.load(Ordering::Relaxed), estimate);
+            if !workers.0.is_empty() {
+                tokio::time::sleep(Duration::from_millis(50)).await;
             }
         }
-        report.rows_verified = verified;
-        if !repaired {
+        report.rows_verified = pass.verified.load(Ordering::Relaxed);
+        if !pass.repaired.load(Ordering::Relaxed) {
             // INV: CO-7 — the proof: a complete pass with no repair.
             store::set_verified(client, plan.run, true).await?;
             return Ok(());

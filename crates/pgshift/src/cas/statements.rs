@@ -14,9 +14,138 @@ pub struct Statements {
     log: String,
     columns: String,
     expressions: String,
-    source_digest: String,
-    shadow_digest: String,
+    compare: Compare,
     replica: bool,
+}
+
+/// What [`Statements::compare`] puts side by side: per column, the source's value (cast
+/// to the shadow's type, through the copy's expression) and the shadow's.
+#[derive(Clone, Debug)]
+struct Compare {
+    /// The key as the source gives it to the shadow (`CAST(expr AS type) AS k0, …`).
+    source_key: String,
+    /// The shadow's key (`t."id" AS k0, …`).
+    shadow_key: String,
+    /// `s.k0 = t.k0 AND …`.
+    join: String,
+    /// The compared values of the source (`… AS v0, …`).
+    source_values: String,
+    /// The compared values of the shadow.
+    shadow_values: String,
+    /// `ROW(s.v0, …) IS DISTINCT FROM ROW(t.v0, …)`.
+    differs: String,
+}
+
+/// How a value of a shadow column of type `type_sql` is compared: `Some(collate)` when
+/// the type's `=` holds exactly when the two values' text forms are equal (so comparing
+/// with `=` is as strict as comparing text, and much cheaper than printing both), with
+/// `collate` set for a collatable type, compared under `"C"` (byte equality); `None`
+/// when it must be compared by its text form (`numeric`: `1.0 = 1.00`; floats: `-0 = 0`;
+/// `interval`: `'1 day' = '24 hours'`; `character`: trailing blanks; `jsonb`, arrays,
+/// domains, any other type).
+fn compared_by_equality(type_sql: &str) -> Option<bool> {
+    // `format_type` in a session whose `search_path` is `pg_catalog, pg_temp`: these
+    // unqualified names are the built-in types.
+    let base = match (type_sql.find('('), type_sql.find(')')) {
+        (Some(open), Some(close)) if open < close => {
+            let typmod = &type_sql[open + 1..close];
+            if typmod.is_empty() || !typmod.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            format!("{}{}", &type_sql[..open], &type_sql[close + 1..])
+        }
+        (None, None) => type_sql.to_owned(),
+        _ => return None,
+    };
+    match base.as_str() {
+        "smallint"
+        | "integer"
+        | "bigint"
+        | "oid"
+        | "boolean"
+        | "uuid"
+        | "date"
+        | "bytea"
+        | "time without time zone"
+        | "timestamp without time zone"
+        | "timestamp with time zone" => Some(false),
+        "text" | "character varying" => Some(true),
+        _ => None,
+    }
+}
+
+impl Compare {
+    fn new(plan: &RunPlan) -> Self {
+        let mut source_key = Vec::new();
+        let mut shadow_key = Vec::new();
+        let mut join = Vec::new();
+        for (i, key) in plan.key.columns().iter().enumerate() {
+            // The key as the shadow holds it: through the copy's expression and cast
+            // (a no-op for a key the statement does not change, so the source's key
+            // index still orders it).
+            let source = plan
+                .columns
+                .iter()
+                .find(|c| c.name == key.name)
+                .map(|c| format!("CAST({} AS {})", c.expression, c.type_sql))
+                .unwrap_or_else(|| format!("s.{}", quote_ident(&key.name)));
+            source_key.push(format!("{source} AS k{i}"));
+            shadow_key.push(format!("t.{} AS k{i}", quote_ident(&key.name)));
+            join.push(format!("s.k{i} OPERATOR(pg_catalog.=) t.k{i}"));
+        }
+        let mut source_values = Vec::new();
+        let mut shadow_values = Vec::new();
+        let mut as_text_source = Vec::new();
+        let mut as_text_shadow = Vec::new();
+        for column in &plan.columns {
+            let source = format!("CAST({} AS {})", column.expression, column.type_sql);
+            let shadow = format!("t.{}", quote_ident(&column.name));
+            match compared_by_equality(&column.type_sql) {
+                Some(collatable) => {
+                    let collate = if collatable {
+                        " COLLATE pg_catalog.\"C\""
+                    } else {
+                        ""
+                    };
+                    let n = source_values.len();
+                    source_values.push(format!("{source}{collate} AS v{n}"));
+                    shadow_values.push(format!("{shadow}{collate} AS v{n}"));
+                }
+                None => {
+                    as_text_source.push(source);
+                    as_text_shadow.push(shadow);
+                }
+            }
+        }
+        if !as_text_source.is_empty() {
+            // The rest by the text form of the row of them, as the output functions
+            // write it, compared byte for byte.
+            let n = source_values.len();
+            source_values.push(format!(
+                "ROW({})::pg_catalog.text COLLATE pg_catalog.\"C\" AS v{n}",
+                as_text_source.join(", ")
+            ));
+            shadow_values.push(format!(
+                "ROW({})::pg_catalog.text COLLATE pg_catalog.\"C\" AS v{n}",
+                as_text_shadow.join(", ")
+            ));
+        }
+        let items = |side: &str| {
+            (0..source_values.len())
+                .map(|i| format!("{side}.v{i}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let differs = format!("ROW({}) IS DISTINCT FROM ROW({})", items("s"), items("t"));
+        Compare {
+            source_key: source_key.join(", "),
+            shadow_key: shadow_key.join(", "),
+            join: join.join(" AND "),
+            source_values: source_values.join(", "),
+            shadow_values: shadow_values.join(", "),
+            differs,
+        }
+    }
 }
 
 impl Statements {
@@ -24,16 +153,6 @@ impl Statements {
     pub fn new(plan: &RunPlan) -> Self {
         let columns: Vec<String> = plan.columns.iter().map(|c| quote_ident(&c.name)).collect();
         let expressions: Vec<String> = plan.columns.iter().map(|c| c.expression.clone()).collect();
-        let source_digest: Vec<String> = plan
-            .columns
-            .iter()
-            .map(|c| format!("CAST({} AS {})", c.expression, c.type_sql))
-            .collect();
-        let shadow_digest: Vec<String> = plan
-            .columns
-            .iter()
-            .map(|c| format!("t.{}", quote_ident(&c.name)))
-            .collect();
         Statements {
             key: plan.key.clone(),
             source: plan.source.table.name.to_string(),
@@ -41,8 +160,7 @@ impl Statements {
             log: plan.names().log_table().to_string(),
             columns: columns.join(", "),
             expressions: expressions.join(", "),
-            source_digest: source_digest.join(", "),
-            shadow_digest: shadow_digest.join(", "),
+            compare: Compare::new(plan),
             replica: plan.source.carry.replica_apply,
         }
     }
@@ -72,14 +190,39 @@ impl Statements {
         )
     }
 
-    /// Copies the source rows of a range into the shadow, never overwriting a row the
-    /// shadow has (INV: CO-5): `$1…` are the bounds present.
+    /// The key value `rows` rows past `lo` and below `hi` in key order (`$1…` = the
+    /// bounds present), as text: the end of a smaller chunk inside `[lo, hi)`.
+    pub fn next_bound_within(&self, lo: bool, hi: bool) -> String {
+        let (condition, used) = self.key.range(Some("s"), lo, hi, 1);
+        format!(
+            "SELECT {} FROM {} s WHERE {condition} ORDER BY {} OFFSET ${} LIMIT 1",
+            self.key.as_text(Some("s")),
+            self.source,
+            self.key.order_by(Some("s")),
+            used + 1
+        )
+    }
+
+    /// Copies the source rows of a chunk into the shadow, never overwriting a row the
+    /// shadow has (INV: CO-5): `$1…` are the bounds present. A plain `INSERT`: while
+    /// the chunk is in flight nothing else writes its range (the applier defers its
+    /// entries, and a resumed copy first deletes every row above the landed prefix),
+    /// so the shadow holds none of its keys — and if it ever did, the key's unique
+    /// index fails the chunk instead of keeping either row. (`ON CONFLICT DO NOTHING`
+    /// would pay for a speculative insertion on every row: twice the cost.)
     pub fn copy(&self, lo: bool, hi: bool) -> String {
         let (condition, _) = self.key.range(Some("s"), lo, hi, 1);
         format!(
-            "INSERT INTO {} ({}) OVERRIDING SYSTEM VALUE SELECT {} FROM {} s WHERE {condition} ON CONFLICT DO NOTHING",
+            "INSERT INTO {} ({}) OVERRIDING SYSTEM VALUE SELECT {} FROM {} s WHERE {condition}",
             self.shadow, self.columns, self.expressions, self.source
         )
+    }
+
+    /// Copies the source rows of a range into the shadow again after
+    /// [`Self::delete_range`] (repair), keeping a row the applier wrote meanwhile
+    /// (INV: CO-5).
+    pub fn recopy(&self, lo: bool, hi: bool) -> String {
+        format!("{} ON CONFLICT DO NOTHING", self.copy(lo, hi))
     }
 
     /// `(SELECT * FROM ROWS FROM (pg_catalog.unnest($first::text[]::t1[]), …))`: a set of
@@ -149,28 +292,39 @@ impl Statements {
         )
     }
 
-    /// The digest of a range of the source, its values cast to the shadow's types:
-    /// `count`, `sum` and `bit_xor` of per-row hashes — over the keys with no entry in
-    /// the change log (those are the applier's to bring over; see [`Self::pending_in_range`]).
-    pub fn source_digest(&self, lo: bool, hi: bool) -> String {
-        let (condition, _) = self.key.range(Some("s"), lo, hi, 1);
-        digest(&format!(
-            "SELECT pg_catalog.hashtextextended(ROW({})::pg_catalog.text, 0) AS h FROM {} s WHERE {condition} AND NOT {}",
-            self.source_digest,
-            self.source,
-            self.logged("s")
-        ))
-    }
-
-    /// The digest of a range of the shadow, over the same keys.
-    pub fn shadow_digest(&self, lo: bool, hi: bool) -> String {
-        let (condition, _) = self.key.range(Some("t"), lo, hi, 1);
-        digest(&format!(
-            "SELECT pg_catalog.hashtextextended(ROW({})::pg_catalog.text, 0) AS h FROM {} t WHERE {condition} AND NOT {}",
-            self.shadow_digest,
-            self.shadow,
-            self.logged("t")
-        ))
+    /// Compares a range of the source, its values cast to the shadow's types, with the
+    /// shadow's, row by row and exactly, over the keys with no entry in the change log
+    /// (those are the applier's to bring over; see [`Self::pending_in_range`]): one
+    /// row of `source rows, joined rows, missing, extra, different`. The two sides are
+    /// joined on the key (the source's is unique, so each shadow row appears once);
+    /// the source is counted on its own so that two shadow rows for one key show.
+    pub fn compare(&self, lo: bool, hi: bool) -> String {
+        let (source_range, _) = self.key.range(Some("s"), lo, hi, 1);
+        let (shadow_range, _) = self.key.range(Some("t"), lo, hi, 1);
+        let c = &self.compare;
+        format!(
+            "SELECT (SELECT pg_catalog.count(*) FROM {source} s WHERE {source_range} AND NOT {source_logged}), \
+                    pg_catalog.count(*), \
+                    pg_catalog.count(*) FILTER (WHERE d.in_shadow IS NULL), \
+                    pg_catalog.count(*) FILTER (WHERE d.in_source IS NULL), \
+                    pg_catalog.count(*) FILTER (WHERE d.in_source AND d.in_shadow AND d.differs) \
+               FROM (SELECT s.present AS in_source, t.present AS in_shadow, {differs} AS differs \
+                       FROM (SELECT true AS present, {source_key}, {source_values} FROM {source} s \
+                              WHERE {source_range} AND NOT {source_logged}) s \
+                       FULL JOIN (SELECT true AS present, {shadow_key}, {shadow_values} FROM {shadow} t \
+                              WHERE {shadow_range} AND NOT {shadow_logged}) t \
+                         ON {join}) d",
+            source = self.source,
+            shadow = self.shadow,
+            source_logged = self.logged("s"),
+            shadow_logged = self.logged("t"),
+            differs = c.differs,
+            source_key = c.source_key,
+            shadow_key = c.shadow_key,
+            source_values = c.source_values,
+            shadow_values = c.shadow_values,
+            join = c.join,
+        )
     }
 
     /// `EXISTS (…)`: the key of the row aliased `alias` has an entry in the change log.
@@ -204,9 +358,32 @@ impl Statements {
     }
 }
 
-fn digest(rows: &str) -> String {
-    format!(
-        "SELECT pg_catalog.count(*), coalesce(pg_catalog.sum(d.h::pg_catalog.numeric), 0)::pg_catalog.text, \
-                coalesce(pg_catalog.bit_xor(d.h), 0) FROM ({rows}) d"
-    )
+#[cfg(test)]
+mod tests {
+    use super::compared_by_equality;
+
+    #[test]
+    fn only_types_whose_equality_is_identity_are_compared_with_it() {
+        assert_eq!(compared_by_equality("bigint"), Some(false));
+        assert_eq!(
+            compared_by_equality("timestamp(3) with time zone"),
+            Some(false)
+        );
+        assert_eq!(compared_by_equality("character varying(32)"), Some(true));
+        assert_eq!(compared_by_equality("text"), Some(true));
+        for by_text in [
+            "numeric",
+            "numeric(10,2)",
+            "double precision",
+            "real",
+            "interval",
+            "character(4)",
+            "jsonb",
+            "integer[]",
+            "public.uuid",
+            "\"bigint\"",
+        ] {
+            assert_eq!(compared_by_equality(by_text), None, "{by_text}");
+        }
+    }
 }

@@ -1,11 +1,14 @@
-//! Verification: chunk by chunk, in one `REPEATABLE READ` snapshot per chunk, the
-//! count and an order-independent digest (sum and `bit_xor` of per-row hashes) of the
-//! source, its values cast to the shadow's types, against the shadow's, over the keys
-//! that have no change-log entry visible in that snapshot (INV: CO-6). Those keys are
-//! the applier's to bring over from the source (and the swap drains the last of them
-//! under its lock); comparing them would only race it. A chunk where they are many
-//! waits for the applier and is tried again (smaller), so that verification passes on a
-//! table that is written to all the time — and still compares nearly every row.
+//! Verification: chunk by chunk, in one `REPEATABLE READ` snapshot per chunk, every row
+//! of the source, its values cast to the shadow's types, compared with the shadow's row
+//! of the same key — exactly, not by a digest: each value by its type's `=` where that
+//! holds only for identical values (integers, `uuid`, timestamps, `text` under `"C"`,
+//! …) and by its text form otherwise; and every shadow row matched to a source row —
+//! over the keys that have no change-log entry visible in that snapshot (INV: CO-6).
+//! Those keys are the applier's to bring over from the source (and the swap drains the
+//! last of them under its lock); comparing them would only race it. A chunk where they
+//! are many waits for the applier and is tried again (smaller), so that verification
+//! passes on a table that is written to all the time — and still compares nearly every
+//! row.
 
 use std::time::Duration;
 
@@ -16,12 +19,23 @@ use super::error::CasError;
 use super::keys::KeyValue;
 use super::statements::Statements;
 
-/// A chunk's digest.
+/// A chunk compared: rows of the source, rows of the join, and the differences.
 #[derive(Clone, Debug, PartialEq, Eq)]
-struct Digest {
-    count: i64,
-    sum: String,
-    xor: i64,
+struct Comparison {
+    source: i64,
+    joined: i64,
+    missing: i64,
+    extra: i64,
+    different: i64,
+}
+
+impl Comparison {
+    /// Every source row has exactly one shadow row, equal to it, and every shadow row
+    /// a source row: no row only on one side, none different, and as many pairs as
+    /// source rows (a source row paired twice would mean two shadow rows for its key).
+    fn equal(&self) -> bool {
+        self.missing == 0 && self.extra == 0 && self.different == 0 && self.joined == self.source
+    }
 }
 
 /// The outcome of verifying one chunk once.
@@ -52,16 +66,18 @@ fn params<'a>(lo: &'a Option<KeyValue>, hi: &'a Option<KeyValue>) -> Vec<&'a (dy
     out
 }
 
-async fn digest(
+async fn compare(
     client: &Client,
     sql: &str,
     params: &[&(dyn ToSql + Sync)],
-) -> Result<Digest, tokio_postgres::Error> {
+) -> Result<Comparison, tokio_postgres::Error> {
     let row = client.query_one(sql, params).await?;
-    Ok(Digest {
-        count: row.get(0),
-        sum: row.get(1),
-        xor: row.get(2),
+    Ok(Comparison {
+        source: row.get(0),
+        joined: row.get(1),
+        missing: row.get(2),
+        extra: row.get(3),
+        different: row.get(4),
     })
 }
 
@@ -82,26 +98,39 @@ pub async fn check_chunk(
             .query_one(&statements.pending_in_range(has_lo, has_hi), &values)
             .await?
             .get(0);
-        let source = digest(client, &statements.source_digest(has_lo, has_hi), &values).await?;
-        let shadow = digest(client, &statements.shadow_digest(has_lo, has_hi), &values).await?;
+        let comparison = compare(client, &statements.compare(has_lo, has_hi), &values).await?;
         client.batch_execute("COMMIT").await?;
-        Ok::<_, tokio_postgres::Error>((pending, source, shadow))
+        Ok::<_, tokio_postgres::Error>((pending, comparison))
     };
-    let (pending, source, shadow) =
+    let (pending, comparison) =
         super::session::settle(client, "verifying a chunk", run.await).await?;
     // INV: CO-6 — rows with a change not yet applied are not compared (the applier
     // brings them over from the source, and the swap drains the rest under its lock);
     // when they are too many for the comparison to say much, the chunk waits.
-    if pending > PENDING_TOLERATED && pending.saturating_mul(10) > source.count {
+    if pending > PENDING_TOLERATED && pending.saturating_mul(10) > comparison.source {
         return Ok(ChunkCheck::Pending);
     }
-    if source == shadow {
-        Ok(ChunkCheck::Clean { rows: source.count })
+    if comparison.equal() {
+        Ok(ChunkCheck::Clean {
+            rows: comparison.source,
+        })
     } else {
+        let Comparison {
+            source,
+            joined,
+            missing,
+            extra,
+            different,
+        } = comparison;
         Ok(ChunkCheck::Diverged {
             detail: format!(
-                "source has {} rows, shadow {}; digests {}/{} and {}/{}",
-                source.count, shadow.count, source.sum, source.xor, shadow.sum, shadow.xor
+                "source has {source} rows, shadow {}; {missing} missing from the shadow, {extra} only in the shadow, {different} different{}",
+                joined - missing,
+                if joined - extra > source {
+                    ", and keys with more than one row in the shadow"
+                } else {
+                    ""
+                }
             ),
         })
     }
@@ -145,7 +174,7 @@ pub async fn repair(
             )
             .await?;
         client
-            .execute(&statements.copy(lo.is_some(), hi.is_some()), &values)
+            .execute(&statements.recopy(lo.is_some(), hi.is_some()), &values)
             .await?;
         client.batch_execute("COMMIT").await?;
         Ok::<_, tokio_postgres::Error>(())
@@ -159,3 +188,151 @@ pub const PENDING_BACKOFF: Duration = Duration::from_millis(100);
 /// Keys with pending changes a chunk may have and still be compared (the rest of its
 /// rows); above this, and above a tenth of the chunk, it waits for the applier.
 pub const PENDING_TOLERATED: i64 = 50;
+
+/// Rows of the chunks a pass hands out (and of the largest chunk a worker compares).
+pub const LARGEST: i64 = 50_000;
+/// The smallest chunk a worker shrinks to where writes keep a chunk pending.
+pub const SMALLEST: i64 = 200;
+/// Checks of one chunk that found it pending before the pass gives up.
+pub const MAX_PENDING: u32 = 600;
+
+/// One verification pass, shared by its workers (each in its own session, each chunk in
+/// its own snapshot): a cursor handing out ranges of [`LARGEST`] rows, in key order,
+/// until the end of the source.
+#[derive(Default)]
+pub struct Pass {
+    /// The start of the ranges not handed out yet, and whether none is left.
+    cursor: tokio::sync::Mutex<(Option<KeyValue>, bool)>,
+    /// Rows compared so far.
+    pub verified: std::sync::atomic::AtomicI64,
+    /// Whether a chunk was repaired (the pass then proves nothing: INV CO-7).
+    pub repaired: std::sync::atomic::AtomicBool,
+    /// What the workers have to say (repairs), for the caller to report.
+    pub notes: std::sync::Mutex<Vec<String>>,
+}
+
+impl Pass {
+    /// The next range `[lo, hi)` to verify, `None` when the pass has handed out all.
+    async fn take(
+        &self,
+        client: &Client,
+        statements: &Statements,
+    ) -> Result<Option<(Option<KeyValue>, Option<KeyValue>)>, CasError> {
+        let mut cursor = self.cursor.lock().await;
+        if cursor.1 {
+            return Ok(None);
+        }
+        let lo = cursor.0.clone();
+        let hi = next_bound(client, statements, &lo, LARGEST).await?;
+        match &hi {
+            Some(hi) => cursor.0 = Some(hi.clone()),
+            None => cursor.1 = true,
+        }
+        Ok(Some((lo, hi)))
+    }
+}
+
+/// One verification worker: verifies the ranges the pass hands out until none is left.
+/// A divergence stops it with [`CasError::Divergence`] unless `repair`, which re-copies
+/// the chunk and marks the pass repaired.
+pub async fn worker(
+    client: &Client,
+    statements: &Statements,
+    pass: &Pass,
+    repair_diverged: bool,
+) -> Result<(), CasError> {
+    while let Some((lo, hi)) = pass.take(client, statements).await? {
+        verify_range(client, statements, pass, repair_diverged, lo, hi).await?;
+    }
+    Ok(())
+}
+
+/// Verifies `[lo, hi)`: whole, or — where writes keep a chunk pending — in smaller
+/// chunks (fewer keys, fewer chances that one has a change not yet applied), growing
+/// back after.
+async fn verify_range(
+    client: &Client,
+    statements: &Statements,
+    pass: &Pass,
+    repair_diverged: bool,
+    mut lo: Option<KeyValue>,
+    hi: Option<KeyValue>,
+) -> Result<(), CasError> {
+    use std::sync::atomic::Ordering;
+    let mut size = LARGEST;
+    loop {
+        let mut pending_rounds: u32 = 0;
+        let mut pending_here: u32 = 0;
+        let end = loop {
+            let end = if size >= LARGEST {
+                None
+            } else {
+                bound_within(client, statements, &lo, &hi, size).await?
+            };
+            let chunk_hi = end.clone().or_else(|| hi.clone());
+            match check_chunk(client, statements, &lo, &chunk_hi).await? {
+                ChunkCheck::Clean { rows } => {
+                    pass.verified.fetch_add(rows, Ordering::Relaxed);
+                    if pending_here == 0 {
+                        size = (size * 2).min(LARGEST);
+                    }
+                    break end;
+                }
+                ChunkCheck::Pending => {
+                    pending_rounds += 1;
+                    pending_here += 1;
+                    if pending_rounds > MAX_PENDING {
+                        return Err(CasError::Divergence(
+                            "changes keep arriving faster than the applier applies them; verification cannot complete".to_owned(),
+                        ));
+                    }
+                    if pending_here >= 2 && size > SMALLEST {
+                        size = (size / 4).max(SMALLEST);
+                        pending_here = 0;
+                        continue;
+                    }
+                    tokio::time::sleep(PENDING_BACKOFF).await;
+                }
+                ChunkCheck::Diverged { detail } => {
+                    if !repair_diverged {
+                        return Err(CasError::Divergence(format!(
+                            "a chunk of the shadow differs from the source: {detail}; the run stops (rerun with --on-divergence=repair to repair and verify again)"
+                        )));
+                    }
+                    if let Ok(mut notes) = pass.notes.lock() {
+                        notes.push(format!("repairing a diverged chunk: {detail}"));
+                    }
+                    repair(client, statements, &lo, &chunk_hi).await?;
+                    pass.repaired.store(true, Ordering::Relaxed);
+                    break end;
+                }
+            }
+        };
+        match end {
+            Some(end) => lo = Some(end),
+            None => return Ok(()),
+        }
+    }
+}
+
+/// The key `rows` rows past `lo` inside `[lo, hi)`; `None` when the range has no more.
+async fn bound_within(
+    client: &Client,
+    statements: &Statements,
+    lo: &Option<KeyValue>,
+    hi: &Option<KeyValue>,
+    rows: i64,
+) -> Result<Option<KeyValue>, CasError> {
+    let sql = statements.next_bound_within(lo.is_some(), hi.is_some());
+    let mut values = params(lo, hi);
+    values.push(&rows);
+    let row = client
+        .query_opt(&sql, &values)
+        .await
+        .map_err(|e| CasError::db("finding the next verification chunk", e))?;
+    Ok(row.map(|row| {
+        (0..statements.key().len())
+            .map(|i| row.get::<_, String>(i))
+            .collect()
+    }))
+}
