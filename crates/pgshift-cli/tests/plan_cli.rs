@@ -182,8 +182,12 @@ fn demo_runs_and_cleans_up() {
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
     for expected in [
         "== pgshift plan",
+        "native sequence of 17 steps",
         "copy-and-swap",
         "partitioned (8 partitions)",
+        "REFUSED (table-missing, invalid)",
+        "error[index-on-partitioned-parent]",
+        "warning[origin-invariant-trigger]",
         "== pgshift: the rewrite, online",
         "ACCESS EXCLUSIVE held",
         "oracle: 0 lost, 0 wrong content, 0 resurrected, 0 phantom, 0 duplicated",

@@ -1,15 +1,14 @@
-//! `pgshift demo`: a throwaway PostgreSQL with the relay workload, live writers and
-//! readers on it, and an online rewrite of its partitioned `events` table through
-//! copy-and-swap; then the lost-write oracle, a report (text, JSON, chart) and the
-//! cluster removed (or kept, with `--keep`).
+//! `pgshift demo`: a throwaway PostgreSQL with the relay workload, `plan` and `lint`
+//! of a few changes (see `demo_front_door`), live writers and readers, and an online
+//! rewrite of its partitioned `events` table through copy-and-swap; then the
+//! lost-write oracle, a report (text, JSON, chart) and the cluster removed (or kept,
+//! with `--keep`).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use pgshift::cas::{self, CasProgress, Phase, Request, RunReport};
-use pgshift::connect::{connect, ConnectionSpec, SessionBudgets};
-use pgshift::plan::PlanInput;
-use pgshift::script::TransactionMode;
+use pgshift::connect::ConnectionSpec;
 use pgshift_bench::chart::{self, PhaseMark};
 use pgshift_bench::load::{self, LoadConfig, LoadReport};
 use pgshift_bench::oracle::{self, OracleOptions, OracleReport};
@@ -20,7 +19,6 @@ use pgshift_embedded::{Cluster, ClusterOptions};
 use pgshift_sql::QualifiedName;
 use serde::Serialize;
 
-use super::plan::plan_report;
 use crate::cli::DemoArgs;
 use crate::exit;
 use crate::render;
@@ -140,6 +138,8 @@ async fn demo(cluster: &Cluster, args: &DemoArgs, out: &Path) -> Result<bool, St
         .map_err(|e| e.to_string())?;
     let events_seeded = seeded.total();
     done(&format!("{events_seeded} events"));
+    let spec = ConnectionSpec::parse(&conninfo).map_err(|e| e.to_string())?;
+    super::demo_front_door::show(&spec, REWRITE).await?;
 
     let writers = 4;
     let replica_writers = 1;
@@ -154,11 +154,9 @@ async fn demo(cluster: &Cluster, args: &DemoArgs, out: &Path) -> Result<bool, St
     let load = load::start(config).await.map_err(|e| e.to_string())?;
     tokio::time::sleep(BEFORE).await;
 
-    let spec = ConnectionSpec::parse(&conninfo).map_err(|e| e.to_string())?;
     let statements = pgshift_sql::parse(REWRITE).map_err(|e| e.to_string())?;
-    print_plan(&spec, &statements).await?;
 
-    println!("\n== pgshift: the rewrite, online\n");
+    println!("\n== pgshift: the rewrite, online, under that load\n");
     let table = QualifiedName::bare("events");
     let origin = load_origin(&load);
     let mut progress = Recorder::new(render::CasView::new(progress_style()), origin);
@@ -172,6 +170,7 @@ async fn demo(cluster: &Cluster, args: &DemoArgs, out: &Path) -> Result<bool, St
     let result = cas::start_request(&spec, request, options, &mut progress).await;
     let rewrite_end = origin.elapsed().as_secs_f64();
     tokio::time::sleep(AFTER).await;
+    let stopped_at = origin.elapsed();
     let report = load.stop().await;
     let run = match result {
         Ok(run) => run,
@@ -194,6 +193,9 @@ async fn demo(cluster: &Cluster, args: &DemoArgs, out: &Path) -> Result<bool, St
     print_summary(&summary, &report, &verdict);
 
     let postgres_version = cluster.version().to_string();
+    // The last second of the load is cut short by the stop: left out.
+    let mut series = stats::write_series(&report.timeline);
+    series.truncate(stopped_at.as_secs() as usize);
     let json = DemoReport {
         format_version: pgshift::report::FORMAT_VERSION,
         tool: pgshift::report::TOOL,
@@ -215,47 +217,24 @@ async fn demo(cluster: &Cluster, args: &DemoArgs, out: &Path) -> Result<bool, St
         writes_refused_by_sqlstate: &report.ledger.counts().refused_by_sqlstate,
         writes_unknown: report.ledger.counts().unknown,
         oracle: &verdict,
-        per_second: stats::write_series(&report.timeline),
+        per_second: series.clone(),
     };
     let json_path = out.join("report.json");
     let chart_path = out.join("writers.svg");
     let text = serde_json::to_string_pretty(&json).map_err(|e| e.to_string())?;
     std::fs::write(&json_path, text).map_err(|e| format!("{}: {e}", json_path.display()))?;
-    chart::write_latency_chart(
+    chart::write_latency_chart_from_series(
         &chart_path,
         &format!(
             "relay writers during an online rewrite of events (PostgreSQL {postgres_version})"
         ),
-        &report.timeline,
+        &series,
         &phases,
     )
     .map_err(|e| format!("{}: {e}", chart_path.display()))?;
     println!("\n  report: {}", json_path.display());
     println!("  chart:  {}", chart_path.display());
     Ok(run.phase == "done" && verdict.is_clean())
-}
-
-/// Prints `pgshift plan` of the rewrite against the live tables: why it goes through
-/// copy-and-swap, with the facts the plan read.
-async fn print_plan(
-    spec: &ConnectionSpec,
-    statements: &[pgshift_sql::Statement],
-) -> Result<(), String> {
-    let session = connect(spec, &SessionBudgets::READ_ONLY_PLAN)
-        .await
-        .map_err(|e| e.to_string())?;
-    let input = PlanInput {
-        path: "<demo>".to_owned(),
-        statements: statements.to_vec(),
-    };
-    let report = plan_report(&session, vec![input], TransactionMode::Statement)
-        .await
-        .map_err(|e| e.to_string())?;
-    println!("\n== pgshift plan: how the change would run on the live table\n");
-    let text = render::plan(&report, &spec.redacted());
-    let body: Vec<&str> = text.lines().filter(|line| line.starts_with("  ")).collect();
-    println!("{}", body.join("\n"));
-    Ok(())
 }
 
 /// The load's time origin (seconds of its timeline count from it).

@@ -2,6 +2,7 @@
 
 pub(crate) mod apply;
 mod demo;
+mod demo_front_door;
 mod inputs;
 mod lint;
 mod migrate;

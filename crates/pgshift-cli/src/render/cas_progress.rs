@@ -152,9 +152,9 @@ fn phase_text(phase: Phase) -> &'static str {
         Phase::Verifying => "verifying shadow and source chunk by chunk",
         Phase::Ready => "verified; waiting for `pgshift cutover` (the shadow is kept in step)",
         Phase::Cutover => "swapping under a short ACCESS EXCLUSIVE lock",
-        Phase::Done => "done",
-        Phase::Failed => "stopped",
-        Phase::Aborted => "aborted",
+        Phase::Done => "the new table is in place",
+        Phase::Failed => "the run stopped; the source is in place",
+        Phase::Aborted => "every artifact of the run removed",
     }
 }
 
