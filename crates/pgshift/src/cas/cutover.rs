@@ -523,11 +523,27 @@ async fn rename_all(client: &Client, plan: &RunPlan) -> Result<(), CasError> {
             quote_ident(&rename.final_name)
         ));
     }
-    sql.push(format!(
+    sql.extend(table_renames(plan));
+    exec_all(client, "exchanging names", &sql).await
+}
+
+/// `name` with its schema spelled out (`schema` when it has none).
+fn qualify(name: &QualifiedName, schema: &str) -> QualifiedName {
+    QualifiedName::qualified(
+        name.schema.clone().unwrap_or_else(|| schema.to_owned()),
+        name.name.clone(),
+    )
+}
+
+/// The tables' exchange of names, after their indexes': the source tree to
+/// `_pgshift_old_…` names, then the shadow tree to the source's.
+fn table_renames(plan: &RunPlan) -> Vec<String> {
+    let names = plan.names();
+    let mut sql = vec![format!(
         "ALTER TABLE {} RENAME TO {}",
         plan.source.table.name,
         quote_ident(&names.old(&plan.source.table.name).name)
-    ));
+    )];
     for partition in &plan.source.partitions {
         sql.push(format!(
             "ALTER TABLE {} RENAME TO {}",
@@ -548,15 +564,7 @@ async fn rename_all(client: &Client, plan: &RunPlan) -> Result<(), CasError> {
             quote_ident(&source_partition.relation.name.name)
         ));
     }
-    exec_all(client, "exchanging names", &sql).await
-}
-
-/// `name` with its schema spelled out (`schema` when it has none).
-fn qualify(name: &QualifiedName, schema: &str) -> QualifiedName {
-    QualifiedName::qualified(
-        name.schema.clone().unwrap_or_else(|| schema.to_owned()),
-        name.name.clone(),
-    )
+    sql
 }
 
 fn in_schema(schema: &Option<String>, name: &str) -> QualifiedName {
@@ -609,31 +617,7 @@ async fn rename_tree(
             quote_ident(&source_index.name)
         ));
     }
-    sql.push(format!(
-        "ALTER TABLE {} RENAME TO {}",
-        plan.source.table.name,
-        quote_ident(&names.old(&plan.source.table.name).name)
-    ));
-    for partition in &plan.source.partitions {
-        sql.push(format!(
-            "ALTER TABLE {} RENAME TO {}",
-            partition.relation.name,
-            quote_ident(&names.old(&partition.relation.name).name)
-        ));
-    }
-    sql.push(format!(
-        "ALTER TABLE {} RENAME TO {}",
-        plan.shadow,
-        quote_ident(&plan.source.table.name.name)
-    ));
-    for (shadow_partition, source_partition) in
-        plan.shadow_partitions.iter().zip(&plan.source.partitions)
-    {
-        sql.push(format!(
-            "ALTER TABLE {shadow_partition} RENAME TO {}",
-            quote_ident(&source_partition.relation.name.name)
-        ));
-    }
+    sql.extend(table_renames(plan));
     exec_all(client, "exchanging names", &sql).await
 }
 

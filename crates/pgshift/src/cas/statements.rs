@@ -180,14 +180,7 @@ impl Statements {
     /// The key value `rows` rows past `lo` in key order (`$1…` = `lo` when given),
     /// as text: the exclusive upper bound of a chunk of `rows` rows.
     pub fn next_bound(&self, lo: bool) -> String {
-        let (condition, used) = self.key.range(Some("s"), lo, false, 1);
-        format!(
-            "SELECT {} FROM {} s WHERE {condition} ORDER BY {} OFFSET ${} LIMIT 1",
-            self.key.as_text(Some("s")),
-            self.source,
-            self.key.order_by(Some("s")),
-            used + 1
-        )
+        self.next_bound_within(lo, false)
     }
 
     /// The key value `rows` rows past `lo` and below `hi` in key order (`$1…` = the

@@ -136,25 +136,15 @@ pub async fn check_chunk(
     }
 }
 
-/// The exclusive upper bound of the chunk of `rows` rows starting at `lo`.
+/// The key `rows` rows past `lo` (the exclusive end of the next chunk); `None` at the
+/// end of the table.
 pub async fn next_bound(
     client: &Client,
     statements: &Statements,
     lo: &Option<KeyValue>,
     rows: i64,
 ) -> Result<Option<KeyValue>, CasError> {
-    let sql = statements.next_bound(lo.is_some());
-    let mut values = params(lo, &None);
-    values.push(&rows);
-    let row = client
-        .query_opt(&sql, &values)
-        .await
-        .map_err(|e| CasError::db("finding the next verification chunk", e))?;
-    Ok(row.map(|row| {
-        (0..statements.key().len())
-            .map(|i| row.get::<_, String>(i))
-            .collect()
-    }))
+    bound_within(client, statements, lo, &None, rows).await
 }
 
 /// Re-copies a diverged range (repair): delete it from the shadow and copy it again.
