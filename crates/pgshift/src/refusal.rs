@@ -106,6 +106,10 @@ refusal_causes! {
     /// Copy-and-swap needs a primary key (or a unique, non-null key) to copy and
     /// verify in chunks; the table has none.
     NoUsableKey = "no-usable-key", Unsupported;
+    /// The connecting role lacks a privilege copy-and-swap needs (ownership of the
+    /// table, `CREATE` on the database or a schema, the engine's own schema and run
+    /// table); the message names the `GRANT` that gives it.
+    MissingPrivilege = "missing-privilege", Invalid;
 }
 
 impl fmt::Display for RefusalCause {

@@ -16,6 +16,7 @@ pub mod keys;
 pub mod ledger;
 pub mod names;
 pub mod plan;
+pub mod privileges;
 pub mod run;
 pub mod session;
 pub mod shadow;

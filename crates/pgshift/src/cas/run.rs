@@ -21,6 +21,7 @@ use super::error::CasError;
 use super::ledger::Ledger;
 use super::names::RunNames;
 use super::plan::{Mode, RunOptions, RunPlan};
+use super::privileges;
 use super::session;
 use super::shadow;
 use super::source::{self, SourceFacts};
@@ -149,6 +150,7 @@ async fn start_locked(
 ) -> Result<RunReport, CasError> {
     let statement = request.statement;
     let client = runner.client();
+    privileges::check(client, oid).await?;
     store::ensure(client).await?;
     if let Some(active) = store::active_for(client, oid).await? {
         return Err(CasError::Refused(Refusal::new(

@@ -87,6 +87,14 @@ pub async fn run_cas_unit(
             if let CasError::Refused(refusal) | CasError::CutoverRefused(refusal) = &err {
                 cas_report.refusal = Some(refusal.clone());
             }
+            if cas_report.run.is_none() && !matches!(err, CasError::Refused(_)) {
+                // Which run (if any) the stopped unit left recorded, by its label.
+                if let Some(label) = label {
+                    if let Ok(Some(record)) = find_labelled(&settings.spec, label).await {
+                        cas_report.run = Some(record.id);
+                    }
+                }
+            }
             cas_report.next = next_step(&err, cas_report.run, unit);
             failure = Some(err.to_string());
             cas_report.error = failure.clone();
@@ -179,9 +187,14 @@ fn next_step(err: &CasError, run: Option<i64>, unit: &Unit) -> Option<String> {
     let table = unit.copy_and_swap.as_ref()?;
     match err {
         CasError::Refused(_) | CasError::Busy { .. } | CasError::Connect(_) => None,
-        _ => Some(format!(
-            "the run{} is recorded: `pgshift resume --url … {table}` continues it, `pgshift abort --url … {table}` removes it",
-            run.map_or_else(String::new, |r| format!(" ({r})"))
-        )),
+        _ => Some(match run {
+            Some(r) => format!(
+                "run {r} is recorded: `pgshift resume --url … {table}` continues it, `pgshift abort --url … {table}` removes it"
+            ),
+            // The error may have come before the run was recorded.
+            None => format!(
+                "`pgshift status --url …` shows whether a run of {table} was recorded; if so, `pgshift resume --url … {table}` continues it and `pgshift abort --url … {table}` removes it"
+            ),
+        }),
     }
 }
