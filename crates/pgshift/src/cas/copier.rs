@@ -1,9 +1,11 @@
 //! The chunked copy: keyset chunks over the key, each one server-side
-//! `INSERT INTO shadow … SELECT … FROM source WHERE key in [lo, hi) ON CONFLICT DO
-//! NOTHING` in its own short transaction, several workers at once, the chunk size
-//! adapting toward a target duration. The landed prefix is recorded as it advances.
+//! `INSERT INTO shadow … SELECT … FROM source WHERE key in [lo, hi)` in its own short
+//! transaction, several workers at once, the chunk size adapting toward a target
+//! duration. The landed prefix is recorded as it advances. The shadow has no index
+//! during the copy (its primary key is built when the indexing phase starts), so the
+//! chunks write a bare heap.
 
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::sync::Mutex;
@@ -22,6 +24,9 @@ pub struct CopyState {
     pub ledger: Mutex<(Ledger, u64)>,
     /// Rows copied in this process.
     pub rows: AtomicI64,
+    /// Whether the shadow has its primary key: the applier applies nothing before
+    /// (it deletes and inserts again by key); entries wait in the change log.
+    pub key_ready: AtomicBool,
 }
 
 /// Chunk sizing.
@@ -56,7 +61,7 @@ async fn cut(
 ) -> Result<Option<Chunk>, CasError> {
     let mut guard = state.ledger.lock().await;
     let (ledger, _) = &mut *guard;
-    if ledger.exhausted() {
+    if ledger.exhausted() || ledger.halted() {
         return Ok(None);
     }
     let lo = ledger.cursor().cloned();

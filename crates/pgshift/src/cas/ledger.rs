@@ -54,6 +54,8 @@ pub struct Ledger {
     next_id: u64,
     /// Whether every key has landed.
     finished: bool,
+    /// Whether a chunk failed: nothing more is cut (see [`Ledger::unland`]).
+    halted: bool,
 }
 
 impl Ledger {
@@ -139,8 +141,11 @@ impl Ledger {
     }
 
     /// Puts a chunk whose copy failed back into the uncut region, by moving the cursor
-    /// back to its lower bound and forgetting every chunk cut after it (their copies, if
-    /// they landed, are repeated: the copy never overwrites).
+    /// back to its lower bound and forgetting every chunk cut after it, and halts the
+    /// copy: nothing more is cut in this process ([`Ledger::halted`]). The shadow has
+    /// no key during the copy, so a chunk cut again over a range that had landed would
+    /// insert its rows a second time; a resumed copy instead deletes every row above
+    /// the recorded prefix first.
     pub fn unland(&mut self, id: u64) {
         let Some(chunk) = self.in_flight.iter().find(|c| c.id == id).cloned() else {
             return;
@@ -149,6 +154,12 @@ impl Ledger {
         self.landed_above.retain(|c| c.id < id);
         self.cursor = chunk.lo;
         self.exhausted = false;
+        self.halted = true;
+    }
+
+    /// Whether a chunk failed ([`Ledger::unland`]): no chunk may be cut any more.
+    pub fn halted(&self) -> bool {
+        self.halted
     }
 
     /// The ranges landed above the prefix.
@@ -210,7 +221,6 @@ mod tests {
         ledger.unland(a.id);
         assert_eq!(ledger.cursor(), None);
         assert!(ledger.in_flight().is_empty());
-        let again = ledger.cut(key(10));
-        assert_eq!(again.lo, None);
+        assert!(ledger.halted(), "nothing is cut after a failed chunk");
     }
 }

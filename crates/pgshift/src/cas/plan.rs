@@ -165,6 +165,12 @@ pub struct RunPlan {
     pub columns: Vec<CopyColumn>,
     /// The temporary name of the shadow's primary key.
     pub shadow_key_name: String,
+    /// The statement building the shadow's primary key (under
+    /// [`RunPlan::shadow_key_name`]) at the start of the indexing phase: the copy writes
+    /// an index-free heap. `None` for a run recorded before this existed, whose shadow
+    /// was created with its key.
+    #[serde(default)]
+    pub key_build: Option<String>,
     /// Indexes and unique/exclusion constraints built after the copy.
     pub indexes: Vec<ShadowIndex>,
     /// Constraints added after the copy.

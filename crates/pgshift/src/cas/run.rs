@@ -179,6 +179,7 @@ async fn start_locked(
         shadow_partitions: Vec::new(),
         columns: Vec::new(),
         shadow_key_name: String::new(),
+        key_build: None,
         indexes: Vec::new(),
         constraints: Vec::new(),
         search_path: search_path.to_vec(),
@@ -625,7 +626,12 @@ async fn install_capture(client: &Client, plan: &RunPlan) -> Result<(), CasError
 /// start again (see [`Applier::rewind`]).
 const REWIND_EVERY: Duration = Duration::from_secs(2);
 
-/// The background applier: runs until stopped, pausable for the swap. It applies in
+/// How often the background applier looks again whether the shadow has its key.
+const KEY_WAIT: Duration = Duration::from_millis(100);
+
+/// The background applier: runs until stopped, pausable for the swap (and for each
+/// index build). It applies nothing until the shadow has its primary key
+/// ([`CopyState::key_ready`]). It applies in
 /// batches of [`applier::BATCH_MIN`] entries, larger while batches come back full,
 /// and pauses for [`applier::PAUSE`] after a batch that was not.
 struct ApplierTask {
@@ -647,7 +653,20 @@ impl ApplierTask {
             let mut ticks: u32 = 0;
             let mut limit = applier::BATCH_MIN;
             let mut rewound = Instant::now();
+            let mut waits: u32 = 0;
             while !stop_flag.load(Ordering::Relaxed) {
+                if !state.key_ready.load(Ordering::Acquire) {
+                    // No key yet (the copy writes a bare heap): the entries wait in
+                    // the log; once the key is built every chunk has landed, so
+                    // every entry is applied then.
+                    waits = waits.wrapping_add(1);
+                    if waits % 20 == 0 {
+                        let backlog = applier.backlog(client).await?;
+                        max.fetch_max(backlog, Ordering::Relaxed);
+                    }
+                    tokio::time::sleep(KEY_WAIT).await;
+                    continue;
+                }
                 let batch = {
                     let _open = gate_lock.lock().await;
                     applier.step(client, &state.ledger, limit).await?
@@ -742,10 +761,16 @@ async fn drive(
     terminate_earlier_sessions(client, &plan).await?;
     ensure_capture(client, &plan).await?;
     let statements = Statements::new(&plan);
-    let copy_done = record.copy_finished;
+    // A phase past copying is recorded only once every chunk has landed. The recorded
+    // flag alone may say otherwise: copy workers record their landings on sessions of
+    // their own, so a landing that did not finish the copy can commit its record after
+    // the one that did. An unfinished ledger past copying (nothing copies any more)
+    // would discard entries above its prefix as uncut (INV: CO-5).
+    let copy_done = record.copy_finished || phase > Phase::Copying;
     let state = Arc::new(CopyState {
         ledger: Mutex::new((Ledger::resume(record.landed_prefix.clone(), copy_done), 0)),
         rows: AtomicI64::new(0),
+        key_ready: AtomicBool::new(key_exists(client, &plan).await?),
     });
     let applier = match plan.options.mode {
         Mode::Live => Some(ApplierTask::spawn(
@@ -845,7 +870,7 @@ async fn run_phases(
         let started = Instant::now();
         progress.phase(Phase::Copying);
         store::set_phase(client, plan.run, Phase::Copying).await?;
-        resume_copy(client, plan, statements, record).await?;
+        resume_copy(client, plan, statements, record, state).await?;
         copy(spec, plan, statements, state, applier, estimate, progress).await?;
         report
             .phases_ms
@@ -855,10 +880,15 @@ async fn run_phases(
         let started = Instant::now();
         progress.phase(Phase::Indexing);
         store::set_phase(client, plan.run, Phase::Indexing).await?;
-        build_indexes(spec, plan).await?;
+        build_indexes(spec, plan, state, applier).await?;
         report
             .phases_ms
             .push(("indexing".to_owned(), elapsed_ms(started)));
+    }
+    if !state.key_ready.load(Ordering::Acquire) {
+        // Resumed past indexing: the key was built then; made sure of all the same.
+        ensure_key(client, plan).await?;
+        state.key_ready.store(true, Ordering::Release);
     }
     let started = Instant::now();
     progress.phase(Phase::Verifying);
@@ -916,11 +946,18 @@ async fn estimate_rows(client: &Client, plan: &RunPlan) -> i64 {
 /// process (its backend may still be running), then remove shadow rows above the
 /// landed prefix — their change-log entries may have been discarded as uncut, and the
 /// copy (which never overwrites) would keep them stale.
+///
+/// The shadow has no index during the copy, so this is a sequential scan of it, once
+/// per resume. Only where that `DELETE` is refused for want of a replica identity (the
+/// shadow is in a publication `FOR ALL TABLES` that publishes deletes, and its replica
+/// identity is the missing key) is the key built first — over rows copied once each —
+/// and the copy goes on with it.
 async fn resume_copy(
     client: &Client,
     plan: &RunPlan,
     statements: &Statements,
     record: &RunRecord,
+    state: &CopyState,
 ) -> Result<(), CasError> {
     if record.copy_finished {
         return Ok(());
@@ -935,11 +972,23 @@ async fn resume_copy(
                 .map(|s| s as &(dyn tokio_postgres::types::ToSql + Sync))
         })
         .collect();
-    client
-        .execute(&sql, &params)
-        .await
-        .map_err(|e| CasError::db("removing rows above the landed prefix", e))?;
-    Ok(())
+    match client.execute(&sql, &params).await {
+        Ok(_) => Ok(()),
+        Err(e)
+            if e.code()
+                == Some(&tokio_postgres::error::SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE)
+                && !state.key_ready.load(Ordering::Acquire) =>
+        {
+            ensure_key(client, plan).await?;
+            state.key_ready.store(true, Ordering::Release);
+            client
+                .execute(&sql, &params)
+                .await
+                .map_err(|e| CasError::db("removing rows above the landed prefix", e))?;
+            Ok(())
+        }
+        Err(e) => Err(CasError::db("removing rows above the landed prefix", e)),
+    }
 }
 
 /// Ends (and waits out) the sessions of an earlier process of this run — copy, index
@@ -1048,11 +1097,71 @@ impl Drop for Workers {
     }
 }
 
-/// Builds the shadow's indexes and constraints (nobody else uses the shadow, so plain
-/// builds), skipping any already built by an earlier process.
-async fn build_indexes(spec: &ConnectionSpec, plan: &RunPlan) -> Result<(), CasError> {
+/// Whether the shadow has its primary key, valid, under the plan's temporary name (a
+/// run recorded before the key was built after the copy always has it).
+async fn key_exists(client: &Client, plan: &RunPlan) -> Result<bool, CasError> {
+    if plan.key_build.is_none() {
+        return Ok(true);
+    }
+    let row = client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class ic ON ic.oid OPERATOR(pg_catalog.=) i.indexrelid \
+              WHERE i.indrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1) AND ic.relname OPERATOR(pg_catalog.=) $2::pg_catalog.text \
+                AND i.indisprimary AND i.indisvalid AND i.indisready)",
+            &[&plan.shadow.to_string(), &plan.shadow_key_name],
+        )
+        .await
+        .map_err(|e| CasError::db("looking for the shadow's primary key", e))?;
+    Ok(row.get(0))
+}
+
+/// Builds the shadow's primary key unless it has it (idempotent: a build is one
+/// transaction, so a stopped one left nothing; an index of its name that is not a
+/// valid key is removed first). Rows the copy inserted twice for one key — which the
+/// copy never does — fail the build with a unique violation, and the run stops with
+/// nothing swapped (INV: CO-5).
+async fn ensure_key(client: &Client, plan: &RunPlan) -> Result<(), CasError> {
+    let Some(build) = &plan.key_build else {
+        return Ok(());
+    };
+    if key_exists(client, plan).await? {
+        return Ok(());
+    }
+    let index = QualifiedName {
+        schema: plan.shadow.schema.clone(),
+        name: plan.shadow_key_name.clone(),
+    };
+    let sql = format!(
+        "BEGIN; SET LOCAL maintenance_work_mem = '256MB'; \
+         ALTER TABLE {} DROP CONSTRAINT IF EXISTS {}; DROP INDEX IF EXISTS {index}; {build}; COMMIT",
+        plan.shadow,
+        quote_ident(&plan.shadow_key_name)
+    );
+    let result = client.batch_execute(&sql).await;
+    session::settle(client, "building the shadow's primary key", result).await
+}
+
+/// Builds the shadow's primary key (first: the applier waits for it, and foreign keys
+/// to the table itself reference it), then its other indexes and constraints (nobody
+/// else uses the shadow, so plain builds), skipping any already built by an earlier
+/// process. The applier is paused during each build (it would wait for the build's
+/// lock on the shadow, within its `lock_timeout`) and catches up between them.
+async fn build_indexes(
+    spec: &ConnectionSpec,
+    plan: &RunPlan,
+    state: &CopyState,
+    applier: Option<&ApplierTask>,
+) -> Result<(), CasError> {
     let session = session::open(spec, &format!("pgshift-index-{}", plan.run)).await?;
     let client = session.client();
+    ensure_key(client, plan).await?;
+    state.key_ready.store(true, Ordering::Release);
+    let pause = || async {
+        match applier {
+            Some(task) => Some(task.gate.lock().await),
+            None => None,
+        }
+    };
     let schema = plan.shadow.schema.clone().unwrap_or_default();
     for index in &plan.indexes {
         let exists = client
@@ -1066,6 +1175,7 @@ async fn build_indexes(spec: &ConnectionSpec, plan: &RunPlan) -> Result<(), CasE
         if exists.get::<_, bool>(0) {
             continue;
         }
+        let _paused = pause().await;
         client
             .batch_execute(&format!(
                 "SET maintenance_work_mem = '256MB'; {}",
@@ -1091,6 +1201,7 @@ async fn build_indexes(spec: &ConnectionSpec, plan: &RunPlan) -> Result<(), CasE
         if exists.get::<_, bool>(0) {
             continue;
         }
+        let _paused = pause().await;
         let add = format!(
             "ALTER TABLE {} ADD CONSTRAINT {} {}{}",
             plan.shadow,

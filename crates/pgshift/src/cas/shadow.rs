@@ -16,11 +16,12 @@
 //!
 //! What the statement left is read back: the columns and how each is filled from the
 //! source (a `USING` expression is resolved to fully qualified names through a
-//! temporary view), the indexes and index-backed constraints other than the primary
-//! key (dropped here and built again after the copy, under temporary names, taking
-//! their final names at the swap), sequences and extended statistics (renamed at the
-//! swap), and what the swap must set by name (comments, clustered and replica-identity
-//! indexes, publication membership). Then every relation takes a temporary name, the
+//! temporary view), the indexes and index-backed constraints, the primary key
+//! included (dropped here and built again after the copy, under temporary names,
+//! taking their final names at the swap: the copy writes an index-free heap),
+//! sequences and extended statistics (renamed at the swap), and what the swap must set
+//! by name (comments, clustered and replica-identity indexes, publication
+//! membership). Then every relation takes a temporary name, the
 //! tables move to the source's schema under the shadow's names, and the scratch schema
 //! is dropped. All of it in one transaction: nothing is left half made.
 
@@ -1803,10 +1804,11 @@ fn grant_statements(grants: &[SourceGrant], target: &QualifiedName) -> Vec<Strin
         .collect()
 }
 
-/// Reads the scratch tree's indexes after the statement: the primary key stays (the
-/// copy needs it); every other index of the table and of a partition's own is planned
-/// for after the copy under a temporary name, with the name it takes at the swap and
-/// what the swap sets on it, and dropped here.
+/// Reads the scratch tree's indexes after the statement: every index of the table and
+/// of a partition's own is planned for after the copy under a temporary name, with the
+/// name it takes at the swap and what the swap sets on it, and dropped here — the
+/// primary key too (built first, at the start of the indexing phase, under
+/// [`RunPlan::shadow_key_name`]: the copy writes an index-free heap).
 async fn plan_indexes(
     client: &Client,
     plan: &mut RunPlan,
@@ -1947,7 +1949,38 @@ async fn plan_indexes(
             Vec::new()
         };
         if f.primary && f.relation == 0 {
+            // The key too is built after the copy (first, at the start of the
+            // indexing phase), under the plan's temporary name; the swap renames it
+            // and its partitions' indexes as before.
             carry.key_partition_names = children.iter().map(|(_, name)| name.clone()).collect();
+            let Some((name, definition)) = &f.constraint else {
+                return Err(CasError::Record(format!(
+                    "the shadow's primary key index {} has no constraint",
+                    f.name
+                )));
+            };
+            plan.key_build = Some(checked(
+                format!(
+                    "ALTER TABLE {} ADD CONSTRAINT {} {}",
+                    tree[0].shadow,
+                    quote_ident(&plan.shadow_key_name),
+                    constraint_with_storage(definition, &f.options, f.tablespace.as_deref())?
+                ),
+                1,
+            )?);
+            set_on(0, &f.name, f);
+            for (relation, child_name) in &children {
+                if let Some(child) = found.iter().find(|c| {
+                    c.relation == *relation && c.parent.as_deref() == Some(f.name.as_str())
+                }) {
+                    set_on(*relation, child_name, child);
+                }
+            }
+            drops.push(format!(
+                "ALTER TABLE {} DROP CONSTRAINT {}",
+                tree[0].scratch,
+                quote_ident(name)
+            ));
             continue;
         }
         n += 1;
@@ -1991,7 +2024,6 @@ async fn plan_indexes(
             ),
         });
     }
-    // A partition's index attached to the key keeps what is set on it (it stays).
     for statement in drops {
         run(
             client,

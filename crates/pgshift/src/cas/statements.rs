@@ -197,12 +197,15 @@ impl Statements {
     }
 
     /// Copies the source rows of a chunk into the shadow, never overwriting a row the
-    /// shadow has (INV: CO-5): `$1…` are the bounds present. A plain `INSERT`: while
-    /// the chunk is in flight nothing else writes its range (the applier defers its
-    /// entries, and a resumed copy first deletes every row above the landed prefix),
-    /// so the shadow holds none of its keys — and if it ever did, the key's unique
-    /// index fails the chunk instead of keeping either row. (`ON CONFLICT DO NOTHING`
-    /// would pay for a speculative insertion on every row: twice the cost.)
+    /// shadow has (INV: CO-5): `$1…` are the bounds present. A plain `INSERT` into a
+    /// heap with no index (the key is built when the indexing phase starts): nothing
+    /// else writes the shadow during the copy (the applier waits for the key), chunks
+    /// are disjoint and each copied once (a failed chunk halts the copy), and a resumed
+    /// copy first deletes every row above the landed prefix, so the shadow holds none
+    /// of its keys — and if it ever did, building the key fails with a unique
+    /// violation and verification counts the pairs against the source's rows: the run
+    /// stops, nothing swapped. (`ON CONFLICT DO NOTHING` would pay for a speculative
+    /// insertion on every row: twice the cost, and needs the key.)
     pub fn copy(&self, lo: bool, hi: bool) -> String {
         let (condition, _) = self.key.range(Some("s"), lo, hi, 1);
         format!(

@@ -216,10 +216,15 @@ pub async fn fail(client: &Client, id: i64, resume: Phase, error: &str) -> Resul
 }
 
 /// The SQL recording a landed prefix (and the rows copied so far), run right after
-/// the chunk that moved it commits.
+/// the chunk that moved it commits. Copy workers record on their own sessions, so
+/// their updates can arrive out of order: once the copy is recorded as finished, a
+/// later-arriving landing leaves it (and its prefix) as they are, and the row count
+/// only grows.
 pub const LANDED_SQL: &str =
-    "UPDATE pgshift.runs SET landed_prefix = $2::pg_catalog.text::pg_catalog.jsonb, \
-     rows_copied = $3, copy_finished = $4, updated_at = pg_catalog.now() WHERE id = $1";
+    "UPDATE pgshift.runs SET \
+       landed_prefix = CASE WHEN copy_finished THEN landed_prefix ELSE $2::pg_catalog.text::pg_catalog.jsonb END, \
+       rows_copied = GREATEST(rows_copied, $3::pg_catalog.int8), copy_finished = copy_finished OR $4, \
+       updated_at = pg_catalog.now() WHERE id = $1";
 
 /// Records that the copy finished.
 pub async fn set_verified(client: &Client, id: i64, verified: bool) -> Result<(), CasError> {
