@@ -129,3 +129,57 @@ async fn backends_terminated_at_the_cutover_then_resumed_lose_nothing() {
 async fn the_appliers_session_terminated_stops_the_run_and_resume_loses_nothing() {
     terminated_then_resumed(Phase::Indexing, "pgshift-apply-%").await;
 }
+
+/// Holds SHARE UPDATE EXCLUSIVE on the shadow (as an autovacuum worker does on a
+/// freshly copied heap) for `hold_s` seconds from a psql of its own, and returns once
+/// the lock is granted.
+fn hold_shadow_like_autovacuum(db: &str, hold_s: u32) -> std::thread::JoinHandle<()> {
+    let shadow = format!("_pgshift_{}_items", common::cas::run_id(db));
+    let sql = format!(
+        "BEGIN; LOCK TABLE {shadow} IN SHARE UPDATE EXCLUSIVE MODE; SELECT pg_sleep({hold_s}); COMMIT;"
+    );
+    let holder_db = db.to_owned();
+    let handle = std::thread::spawn(move || {
+        cluster()
+            .psql(&holder_db, &sql)
+            .expect("holding the shadow");
+    });
+    let granted = format!(
+        "SELECT count(*) FROM pg_locks WHERE relation = '{shadow}'::regclass AND mode = 'ShareUpdateExclusiveLock' AND granted"
+    );
+    for _ in 0..200 {
+        if value(db, &granted) == "1" {
+            return handle;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("the shadow's lock was not taken");
+}
+
+/// The shadow held (as by autovacuum) longer than the session's 1 s lock budget when
+/// its key and indexes are built: the build waits for it rather than fail — nobody but
+/// the engine queues behind a lock on the shadow.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shadow_held_at_indexing_is_waited_for_not_failed() {
+    let db = database("cas_faults_held", SCHEMA);
+    let hook_db = db.clone();
+    let holder = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let slot = holder.clone();
+    let mut hook = Hook::new(Phase::Indexing, move || {
+        *slot.lock().expect("slot") = Some(hold_shadow_like_autovacuum(&hook_db, 3));
+    });
+    let report = run(
+        &db,
+        "items",
+        "ALTER TABLE items ALTER COLUMN qty TYPE bigint",
+        options(Mode::Live),
+        &mut hook,
+    )
+    .await
+    .expect("the run waits out the holder and completes");
+    if let Some(handle) = holder.lock().expect("slot").take() {
+        handle.join().expect("the holder ends");
+    }
+    assert_eq!(report.phase, "done");
+    assert_eq!(artifacts(&db), "");
+}

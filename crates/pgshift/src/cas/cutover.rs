@@ -38,6 +38,9 @@ pub struct SwapReport {
     pub views: Vec<String>,
 }
 
+/// How long the swap waits for the shadow's own lock (see [`attempt_swap`]).
+const SHADOW_LOCK_WAIT_MS: u64 = 60_000;
+
 /// Why one attempt did not swap.
 enum AttemptEnd {
     /// Swapped.
@@ -110,19 +113,22 @@ async fn attempt_swap(
     plan: &RunPlan,
     attempt: u32,
 ) -> Result<AttemptEnd, CasError> {
-    exec(
-        client,
-        "starting the swap",
-        &format!(
-            "BEGIN; SET LOCAL lock_timeout = {}; SET LOCAL statement_timeout = 600000",
-            plan.options.cutover.lock_timeout_ms
-        ),
-    )
-    .await?;
+    // The shadow first, waited for as long as it takes an autovacuum worker on it to be
+    // cancelled (past `deadlock_timeout`): nobody but the engine uses the shadow, so
+    // that wait holds up no user. Then the source, under the cutover's budget.
+    let begin = format!(
+        "BEGIN; SET LOCAL statement_timeout = 600000; SET LOCAL lock_timeout = {SHADOW_LOCK_WAIT_MS}; \
+         LOCK TABLE {} IN ACCESS EXCLUSIVE MODE; SET LOCAL lock_timeout = {}",
+        plan.shadow, plan.options.cutover.lock_timeout_ms
+    );
+    if let Err(e) = exec(client, "locking the shadow for the swap", &begin).await {
+        let _ = client.batch_execute("ROLLBACK").await;
+        return Err(e);
+    }
     // INV: LK-5 — ACCESS EXCLUSIVE is waited for at most `lock_timeout_ms` per attempt.
     let lock = format!(
-        "LOCK TABLE {}, {} IN ACCESS EXCLUSIVE MODE",
-        plan.source.table.name, plan.shadow
+        "LOCK TABLE {} IN ACCESS EXCLUSIVE MODE",
+        plan.source.table.name
     );
     if let Err(e) = client.batch_execute(&lock).await {
         let _ = client.batch_execute("ROLLBACK").await;

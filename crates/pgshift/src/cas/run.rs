@@ -1097,6 +1097,27 @@ impl Drop for Workers {
     }
 }
 
+/// How long DDL on the shadow may wait for the shadow itself. Only the engine and
+/// autovacuum use the shadow, so waiting queues no user's query behind it; and a wait
+/// longer than `deadlock_timeout` (1 s by default) is what makes PostgreSQL cancel an
+/// autovacuum worker that holds it (one often starts on the freshly copied heap). A
+/// `lock_timeout` of the session's 1 s raced that cancellation, and lost under load.
+const SHADOW_LOCK_WAIT_MS: u64 = 60_000;
+
+/// `ddl` in one transaction that first takes the shadow tree for itself (waiting up to
+/// [`SHADOW_LOCK_WAIT_MS`]), then runs `ddl` under the session's own lock budget —
+/// so that a lock `ddl` needs on another table (a foreign key's referenced table)
+/// is still waited for briefly. Run it through [`session::settle`].
+fn on_shadow(plan: &RunPlan, ddl: &str) -> String {
+    format!(
+        "BEGIN; SET LOCAL lock_timeout = {SHADOW_LOCK_WAIT_MS}; \
+         LOCK TABLE {} IN ACCESS EXCLUSIVE MODE; \
+         SET LOCAL lock_timeout = {}; SET LOCAL maintenance_work_mem = '256MB'; {ddl}; COMMIT",
+        plan.shadow,
+        session::RUN_SESSION.lock_timeout_ms
+    )
+}
+
 /// Whether the shadow has its primary key, valid, under the plan's temporary name (a
 /// run recorded before the key was built after the copy always has it).
 async fn key_exists(client: &Client, plan: &RunPlan) -> Result<bool, CasError> {
@@ -1131,11 +1152,13 @@ async fn ensure_key(client: &Client, plan: &RunPlan) -> Result<(), CasError> {
         schema: plan.shadow.schema.clone(),
         name: plan.shadow_key_name.clone(),
     };
-    let sql = format!(
-        "BEGIN; SET LOCAL maintenance_work_mem = '256MB'; \
-         ALTER TABLE {} DROP CONSTRAINT IF EXISTS {}; DROP INDEX IF EXISTS {index}; {build}; COMMIT",
-        plan.shadow,
-        quote_ident(&plan.shadow_key_name)
+    let sql = on_shadow(
+        plan,
+        &format!(
+            "ALTER TABLE {} DROP CONSTRAINT IF EXISTS {}; DROP INDEX IF EXISTS {index}; {build}",
+            plan.shadow,
+            quote_ident(&plan.shadow_key_name)
+        ),
     );
     let result = client.batch_execute(&sql).await;
     session::settle(client, "building the shadow's primary key", result).await
@@ -1176,18 +1199,13 @@ async fn build_indexes(
             continue;
         }
         let _paused = pause().await;
-        client
-            .batch_execute(&format!(
-                "SET maintenance_work_mem = '256MB'; {}",
-                index.sql
-            ))
-            .await
-            .map_err(|e| {
-                CasError::db(
-                    format!("building index {} on the shadow", index.source_name),
-                    e,
-                )
-            })?;
+        let result = client.batch_execute(&on_shadow(plan, &index.sql)).await;
+        session::settle(
+            client,
+            &format!("building index {} on the shadow", index.source_name),
+            result,
+        )
+        .await?;
     }
     for constraint in &plan.constraints {
         let exists = client
@@ -1215,26 +1233,26 @@ async fn build_indexes(
                 " NOT VALID"
             }
         );
-        client.batch_execute(&add).await.map_err(|e| {
-            CasError::db(
-                format!("adding constraint {} to the shadow", constraint.name),
-                e,
-            )
-        })?;
+        let result = client.batch_execute(&on_shadow(plan, &add)).await;
+        session::settle(
+            client,
+            &format!("adding constraint {} to the shadow", constraint.name),
+            result,
+        )
+        .await?;
         if constraint.validated && plan.source.partition_key.is_none() {
-            client
-                .batch_execute(&format!(
-                    "ALTER TABLE {} VALIDATE CONSTRAINT {}",
-                    plan.shadow,
-                    quote_ident(&constraint.name)
-                ))
-                .await
-                .map_err(|e| {
-                    CasError::db(
-                        format!("validating constraint {} on the shadow", constraint.name),
-                        e,
-                    )
-                })?;
+            let validate = format!(
+                "ALTER TABLE {} VALIDATE CONSTRAINT {}",
+                plan.shadow,
+                quote_ident(&constraint.name)
+            );
+            let result = client.batch_execute(&on_shadow(plan, &validate)).await;
+            session::settle(
+                client,
+                &format!("validating constraint {} on the shadow", constraint.name),
+                result,
+            )
+            .await?;
         }
     }
     Ok(())
