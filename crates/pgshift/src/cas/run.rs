@@ -660,12 +660,20 @@ impl ApplierTask {
                     // the log; once the key is built every chunk has landed, so
                     // every entry is applied then.
                     waits = waits.wrapping_add(1);
-                    if waits % 20 == 0 {
+                    if waits % 5 == 0 {
                         let backlog = applier.backlog(client).await?;
                         max.fetch_max(backlog, Ordering::Relaxed);
                     }
                     tokio::time::sleep(KEY_WAIT).await;
                     continue;
+                }
+                if waits > 0 {
+                    // The key is there: the backlog that gathered meanwhile is at its
+                    // largest now, before the first batch (reported as the run's
+                    // largest backlog).
+                    waits = 0;
+                    let backlog = applier.backlog(client).await?;
+                    max.fetch_max(backlog, Ordering::Relaxed);
                 }
                 let batch = {
                     let _open = gate_lock.lock().await;
