@@ -9,7 +9,7 @@ use std::time::{Instant, SystemTime};
 
 use tokio_postgres::{Client, Statement};
 
-use super::session::{self, Backoff, Role};
+use super::session::{Reconnect, Role};
 use super::Shared;
 use crate::event::Channel;
 use crate::ledger::WriteError;
@@ -29,8 +29,7 @@ pub(super) struct Reader {
     index: u32,
     shared: Arc<Shared>,
     session: Option<Session>,
-    backoff: Backoff,
-    connected_before: bool,
+    reconnect: Reconnect,
     channel: usize,
     cursor: Option<Cursor>,
 }
@@ -41,10 +40,9 @@ impl Reader {
         let channels = shared.targets.channels.len().max(1);
         Reader {
             index,
-            backoff: Backoff::new(shared.config.reconnect_backoff_max),
+            reconnect: Reconnect::new(shared.config.reconnect_backoff_max),
             shared,
             session: None,
-            connected_before: false,
             channel: index as usize % channels,
             cursor: None,
         }
@@ -66,35 +64,11 @@ impl Reader {
         }
         let shared = Arc::clone(&self.shared);
         let role = Role::Reader { index: self.index };
-        let result = match session::connect(&shared.pg, &shared.config, role).await {
-            Ok(client) => prepare(client, &shared).await,
-            Err(error) => Err(error),
-        };
-        match result {
-            Ok(session) => {
-                if self.connected_before {
-                    tracing::info!(reader = self.index, "load session reconnected");
-                    shared.recorder.note_reconnect();
-                }
-                self.connected_before = true;
-                self.backoff.reset();
-                self.session = Some(session);
-                true
-            }
-            Err(error) => {
-                tracing::warn!(
-                    reader = self.index,
-                    sqlstate = error.code(),
-                    message = %error.message,
-                    "load session could not connect"
-                );
-                let at = shared.recorder.offset(Instant::now());
-                shared.recorder.note_connect_failure(&error, at);
-                let pause = self.backoff.pause();
-                shared.pause_until(Instant::now() + pause).await;
-                false
-            }
-        }
+        self.session = self
+            .reconnect
+            .open(&shared, role, |client| prepare(client, &shared))
+            .await;
+        self.session.is_some()
     }
 
     async fn read_page(&mut self) {

@@ -6,11 +6,13 @@
 //! session sets `statement_timeout`. Connections use no TLS: the load is meant
 //! for a local benchmark cluster.
 
-use std::time::Duration;
+use std::future::Future;
+use std::time::{Duration, Instant};
 
 use tokio_postgres::{Client, Config, NoTls};
 
 use super::config::LoadConfig;
+use super::Shared;
 use crate::ledger::WriteError;
 
 /// What a session is for.
@@ -105,9 +107,69 @@ fn settings(config: &LoadConfig, role: Role) -> String {
     sql
 }
 
+/// A worker's connection state across reconnects: the backoff between failed
+/// attempts, and whether it was connected before (a reconnect is counted).
+#[derive(Debug)]
+pub(super) struct Reconnect {
+    backoff: Backoff,
+    connected_before: bool,
+}
+
+impl Reconnect {
+    /// Never pausing longer than `max` between attempts.
+    pub fn new(max: Duration) -> Self {
+        Reconnect {
+            backoff: Backoff::new(max),
+            connected_before: false,
+        }
+    }
+
+    /// One attempt to connect as `role` and `prepare` the session. On failure the
+    /// failure is recorded and the worker pauses (bounded backoff, or until the run
+    /// ends): `None`, to try again later.
+    pub async fn open<S, Fut>(
+        &mut self,
+        shared: &Shared,
+        role: Role,
+        prepare: impl FnOnce(Client) -> Fut,
+    ) -> Option<S>
+    where
+        Fut: Future<Output = Result<S, WriteError>>,
+    {
+        let result = match connect(&shared.pg, &shared.config, role).await {
+            Ok(client) => prepare(client).await,
+            Err(error) => Err(error),
+        };
+        match result {
+            Ok(session) => {
+                if self.connected_before {
+                    tracing::info!(?role, "load session reconnected");
+                    shared.recorder.note_reconnect();
+                }
+                self.connected_before = true;
+                self.backoff.reset();
+                Some(session)
+            }
+            Err(error) => {
+                tracing::warn!(
+                    ?role,
+                    sqlstate = error.code(),
+                    message = %error.message,
+                    "load session could not connect"
+                );
+                let at = shared.recorder.offset(Instant::now());
+                shared.recorder.note_connect_failure(&error, at);
+                let pause = self.backoff.pause();
+                shared.pause_until(Instant::now() + pause).await;
+                None
+            }
+        }
+    }
+}
+
 /// Pauses between connection attempts: 50 ms, doubling up to a maximum.
 #[derive(Debug)]
-pub(super) struct Backoff {
+struct Backoff {
     next: Duration,
     max: Duration,
 }

@@ -15,7 +15,7 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Statement};
 
 use super::recorder::PlannedWrite;
-use super::session::{self, Backoff, Role};
+use super::session::{Reconnect, Role};
 use super::Shared;
 use crate::event::{purged_on_soft_delete, EventRow, Generator, REPLACEABLE_KIND};
 use crate::key::{system_time_from_unix_us, unix_us};
@@ -101,8 +101,7 @@ pub(super) struct Writer {
     tombstoned: Pool,
     replayable: Pool,
     session: Option<Session>,
-    backoff: Backoff,
-    connected_before: bool,
+    reconnect: Reconnect,
 }
 
 impl Writer {
@@ -124,8 +123,7 @@ impl Writer {
             tombstoned: Pool::new(capacity),
             replayable: Pool::new(capacity.min(1024)),
             session: None,
-            backoff: Backoff::new(config.reconnect_backoff_max),
-            connected_before: false,
+            reconnect: Reconnect::new(config.reconnect_backoff_max),
             shared,
         }
     }
@@ -157,35 +155,11 @@ impl Writer {
             index: self.index,
             replica: self.replica,
         };
-        let result = match session::connect(&shared.pg, &shared.config, role).await {
-            Ok(client) => prepare(client, &shared).await,
-            Err(error) => Err(error),
-        };
-        match result {
-            Ok(session) => {
-                if self.connected_before {
-                    tracing::info!(writer = self.index, "load session reconnected");
-                    shared.recorder.note_reconnect();
-                }
-                self.connected_before = true;
-                self.backoff.reset();
-                self.session = Some(session);
-                true
-            }
-            Err(error) => {
-                tracing::warn!(
-                    writer = self.index,
-                    sqlstate = error.code(),
-                    message = %error.message,
-                    "load session could not connect"
-                );
-                let at = shared.recorder.offset(Instant::now());
-                shared.recorder.note_connect_failure(&error, at);
-                let pause = self.backoff.pause();
-                shared.pause_until(Instant::now() + pause).await;
-                false
-            }
-        }
+        self.session = self
+            .reconnect
+            .open(&shared, role, |client| prepare(client, &shared))
+            .await;
+        self.session.is_some()
     }
 
     async fn write_once(&mut self, started: Instant) {
