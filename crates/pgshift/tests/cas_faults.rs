@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::cas::{artifacts, options, resume, run, run_phase, Hook};
+use common::cas::{artifacts, options, resume, run, run_id, run_phase, value, Hook};
 use common::*;
 use pgshift::cas::{Mode, Phase};
 
@@ -100,11 +100,6 @@ async fn terminated_then_resumed(at: Phase, pattern: &'static str) {
     assert_eq!(artifacts(&db), "", "nothing of the run is left");
 }
 
-/// One value read with psql.
-fn value(db: &str, sql: &str) -> String {
-    common::cas::value(db, sql)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn backends_terminated_while_copying_then_resumed_lose_nothing() {
     terminated_then_resumed(Phase::Copying, EVERY_SESSION).await;
@@ -134,7 +129,7 @@ async fn the_appliers_session_terminated_stops_the_run_and_resume_loses_nothing(
 /// freshly copied heap) for `hold_s` seconds from a psql of its own, and returns once
 /// the lock is granted.
 fn hold_shadow_like_autovacuum(db: &str, hold_s: u32) -> std::thread::JoinHandle<()> {
-    let shadow = format!("_pgshift_{}_items", common::cas::run_id(db));
+    let shadow = format!("_pgshift_{}_items", run_id(db));
     let sql = format!(
         "BEGIN; LOCK TABLE {shadow} IN SHARE UPDATE EXCLUSIVE MODE; SELECT pg_sleep({hold_s}); COMMIT;"
     );

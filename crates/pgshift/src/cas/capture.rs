@@ -118,6 +118,14 @@ fn quoted_keys(plan: &RunPlan) -> Vec<String> {
         .collect()
 }
 
+/// `OLD."a", OLD."b"`: the key columns of a trigger's record.
+fn record_keys(keys: &[String], record: &str) -> String {
+    keys.iter()
+        .map(|k| format!("{record}.{k}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The capture function's body: the new key (on an insert or update) and the old key
 /// (on a delete, or an update that moved the key) go into the change log.
 ///
@@ -130,12 +138,6 @@ fn quoted_keys(plan: &RunPlan) -> Vec<String> {
 /// operators are the ones the earlier `search_path = pg_catalog, pg_temp` resolved.
 fn capture_body(plan: &RunPlan) -> String {
     let keys = quoted_keys(plan);
-    let prefixed = |prefix: &str| -> String {
-        keys.iter()
-            .map(|k| format!("{prefix}.{k}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
     let same_key = keys
         .iter()
         .map(|k| format!("OLD.{k} OPERATOR(pg_catalog.=) NEW.{k}"))
@@ -155,8 +157,8 @@ fn capture_body(plan: &RunPlan) -> String {
   END IF;
   RETURN NULL;
 END",
-        old = prefixed("OLD"),
-        new = prefixed("NEW"),
+        old = record_keys(&keys, "OLD"),
+        new = record_keys(&keys, "NEW"),
         keys = keys.join(", "),
         log = plan.names().log_table(),
     )
@@ -168,12 +170,6 @@ END",
 /// intact as the current shape when it still has exactly that body and setting.
 fn legacy_capture_body(plan: &RunPlan) -> String {
     let keys = quoted_keys(plan);
-    let prefixed = |prefix: &str| -> String {
-        keys.iter()
-            .map(|k| format!("{prefix}.{k}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
     format!(
         "BEGIN
   IF TG_OP OPERATOR(pg_catalog.=) 'DELETE' OR (TG_OP OPERATOR(pg_catalog.=) 'UPDATE' AND ({old}) IS DISTINCT FROM ({new})) THEN
@@ -184,8 +180,8 @@ fn legacy_capture_body(plan: &RunPlan) -> String {
   END IF;
   RETURN NULL;
 END",
-        old = prefixed("OLD"),
-        new = prefixed("NEW"),
+        old = record_keys(&keys, "OLD"),
+        new = record_keys(&keys, "NEW"),
         keys = keys.join(", "),
         log = plan.names().log_table(),
     )

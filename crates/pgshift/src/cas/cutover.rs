@@ -16,6 +16,7 @@ use super::applier::Applier;
 use super::capture;
 use super::error::CasError;
 use super::plan::RunPlan;
+use super::session;
 use super::source;
 use super::statements::Statements;
 use crate::exec::jitter::Jitter;
@@ -37,9 +38,6 @@ pub struct SwapReport {
     /// Views recreated on the new table.
     pub views: Vec<String>,
 }
-
-/// How long the swap waits for the shadow's own lock (see [`attempt_swap`]).
-const SHADOW_LOCK_WAIT_MS: u64 = 60_000;
 
 /// Why one attempt did not swap.
 enum AttemptEnd {
@@ -117,9 +115,8 @@ async fn attempt_swap(
     // cancelled (past `deadlock_timeout`): nobody but the engine uses the shadow, so
     // that wait holds up no user. Then the source, under the cutover's budget.
     let begin = format!(
-        "BEGIN; SET LOCAL statement_timeout = 600000; SET LOCAL lock_timeout = {SHADOW_LOCK_WAIT_MS}; \
-         LOCK TABLE {} IN ACCESS EXCLUSIVE MODE; SET LOCAL lock_timeout = {}",
-        plan.shadow, plan.options.cutover.lock_timeout_ms
+        "BEGIN; SET LOCAL statement_timeout = 600000; {}",
+        session::lock_shadow(&plan.shadow, plan.options.cutover.lock_timeout_ms)
     );
     if let Err(e) = exec(client, "locking the shadow for the swap", &begin).await {
         let _ = client.batch_execute("ROLLBACK").await;

@@ -1105,24 +1105,15 @@ impl Drop for Workers {
     }
 }
 
-/// How long DDL on the shadow may wait for the shadow itself. Only the engine and
-/// autovacuum use the shadow, so waiting queues no user's query behind it; and a wait
-/// longer than `deadlock_timeout` (1 s by default) is what makes PostgreSQL cancel an
-/// autovacuum worker that holds it (one often starts on the freshly copied heap). A
-/// `lock_timeout` of the session's 1 s raced that cancellation, and lost under load.
-const SHADOW_LOCK_WAIT_MS: u64 = 60_000;
-
-/// `ddl` in one transaction that first takes the shadow tree for itself (waiting up to
-/// [`SHADOW_LOCK_WAIT_MS`]), then runs `ddl` under the session's own lock budget —
-/// so that a lock `ddl` needs on another table (a foreign key's referenced table)
-/// is still waited for briefly. Run it through [`session::settle`].
+/// `ddl` in one transaction that first takes the shadow tree for itself
+/// ([`session::lock_shadow`]: autovacuum on it is waited out), then runs `ddl` under the
+/// session's own lock budget — so that a lock `ddl` needs on another table (a foreign
+/// key's referenced table) is still waited for briefly. Run it through
+/// [`session::settle`].
 fn on_shadow(plan: &RunPlan, ddl: &str) -> String {
     format!(
-        "BEGIN; SET LOCAL lock_timeout = {SHADOW_LOCK_WAIT_MS}; \
-         LOCK TABLE {} IN ACCESS EXCLUSIVE MODE; \
-         SET LOCAL lock_timeout = {}; SET LOCAL maintenance_work_mem = '256MB'; {ddl}; COMMIT",
-        plan.shadow,
-        session::RUN_SESSION.lock_timeout_ms
+        "BEGIN; {}; SET LOCAL maintenance_work_mem = '256MB'; {ddl}; COMMIT",
+        session::lock_shadow(&plan.shadow, session::RUN_SESSION.lock_timeout_ms)
     )
 }
 

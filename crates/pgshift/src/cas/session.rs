@@ -5,6 +5,7 @@ use tokio_postgres::Client;
 
 use super::error::CasError;
 use crate::connect::{connect, ConnectionSpec, Session, SessionBudgets};
+use pgshift_sql::QualifiedName;
 
 /// Budgets of a run's sessions; each statement of the run sets tighter ones where it
 /// matters (`SET LOCAL lock_timeout` before strong locks).
@@ -13,6 +14,24 @@ pub const RUN_SESSION: SessionBudgets = SessionBudgets {
     statement_timeout_ms: 3_600_000,
     idle_in_transaction_timeout_ms: 600_000,
 };
+
+/// How long the engine waits for the shadow's own lock. Only the engine and autovacuum
+/// use the shadow, so waiting queues no user's query behind it; and a wait longer than
+/// `deadlock_timeout` (1 s by default) is what makes PostgreSQL cancel an autovacuum
+/// worker holding it (one often starts on the freshly copied heap). The sessions' 1 s
+/// `lock_timeout` raced that cancellation, and lost under load.
+const SHADOW_LOCK_WAIT_MS: u64 = 60_000;
+
+/// Statements, inside a transaction, that take `shadow` (and its partitions) for
+/// this transaction — waiting up to [`SHADOW_LOCK_WAIT_MS`] — and then put
+/// `lock_timeout` back to `lock_timeout_ms` for every other lock the transaction takes.
+pub fn lock_shadow(shadow: &QualifiedName, lock_timeout_ms: u64) -> String {
+    format!(
+        "SET LOCAL lock_timeout = {SHADOW_LOCK_WAIT_MS}; \
+         LOCK TABLE {shadow} IN ACCESS EXCLUSIVE MODE; \
+         SET LOCAL lock_timeout = {lock_timeout_ms}"
+    )
+}
 
 /// Output settings that make text forms of key values stable and exact.
 const SETTINGS: &str =
