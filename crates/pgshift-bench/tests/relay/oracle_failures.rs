@@ -3,13 +3,36 @@
 
 use std::time::Duration;
 
-use pgshift_bench::key::system_time_from_unix_us;
+use pgshift_bench::key::{system_time_from_unix_us, EventKey};
 use pgshift_bench::ledger::{Outcome, RowState, WriteOp};
-use pgshift_bench::load::{self, OpMix};
+use pgshift_bench::load::{self, LoadHandle, LoadReport, OpMix};
 use pgshift_bench::oracle::Actual;
 use pgshift_bench::TableRef;
 
-use crate::common::{bounded, check, config, key_of, relay_db, wait_for_progress, LOAD_ROWS};
+use crate::common::{
+    bounded, check, config, key_of, relay_db, wait_for_progress, RelayDb, LOAD_ROWS,
+};
+
+/// Changes one load row with `sql` (returning its key) while the load runs, lets 20
+/// more writes be acknowledged, then stops the load: the changed key and the report.
+async fn behind_the_loads_back(
+    db: &RelayDb,
+    handle: LoadHandle,
+    sql: &str,
+) -> (EventKey, LoadReport) {
+    let row = db
+        .client
+        .query_one(sql, &[])
+        .await
+        .expect("one load row changed behind the load's back");
+    let before = handle.progress().acknowledged;
+    wait_for_progress(&handle, Duration::from_secs(10), |p| {
+        p.acknowledged >= before + 20
+    })
+    .await;
+    let report = bounded("stop", Duration::from_secs(20), handle.stop()).await;
+    (key_of(&row), report)
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_row_deleted_behind_the_loads_back_is_reported_lost() {
@@ -18,25 +41,16 @@ async fn a_row_deleted_behind_the_loads_back_is_reported_lost() {
     config.mix = OpMix::INSERTS_ONLY;
     let handle = load::start(config).await.expect("load starts");
     wait_for_progress(&handle, Duration::from_secs(10), |p| p.acknowledged >= 30).await;
-    let row = db
-        .client
-        .query_one(
-            &format!(
-                "DELETE FROM events WHERE (community_id, created_at, id) = \
-                 (SELECT community_id, created_at, id FROM events WHERE {LOAD_ROWS} \
-                  ORDER BY received_at LIMIT 1) RETURNING community_id, created_at, id"
-            ),
-            &[],
-        )
-        .await
-        .expect("one load row deleted");
-    let deleted = key_of(&row);
-    let before = handle.progress().acknowledged;
-    wait_for_progress(&handle, Duration::from_secs(10), |p| {
-        p.acknowledged >= before + 20
-    })
+    let (deleted, report) = behind_the_loads_back(
+        &db,
+        handle,
+        &format!(
+            "DELETE FROM events WHERE (community_id, created_at, id) = \
+             (SELECT community_id, created_at, id FROM events WHERE {LOAD_ROWS} \
+              ORDER BY received_at LIMIT 1) RETURNING community_id, created_at, id"
+        ),
+    )
     .await;
-    let report = bounded("stop", Duration::from_secs(20), handle.stop()).await;
 
     let verdict = check(&mut db.client, &report.ledger, &TableRef::events()).await;
     assert_eq!(verdict.lost.count, 1, "{verdict:#?}");
@@ -67,26 +81,17 @@ async fn a_soft_delete_reverted_behind_the_loads_back_is_reported_wrong_content(
     let handle = load::start(config).await.expect("load starts");
     wait_for_progress(&handle, Duration::from_secs(10), |p| p.acknowledged >= 40).await;
     // Kinds other than 5 with content keep a tombstone when soft-deleted.
-    let row = db
-        .client
-        .query_one(
-            &format!(
-                "UPDATE events SET deleted_at = NULL WHERE (community_id, created_at, id) = \
-                 (SELECT community_id, created_at, id FROM events WHERE {LOAD_ROWS} \
-                  AND deleted_at IS NOT NULL ORDER BY received_at LIMIT 1) \
-                 RETURNING community_id, created_at, id"
-            ),
-            &[],
-        )
-        .await
-        .expect("one soft delete reverted");
-    let reverted = key_of(&row);
-    let before = handle.progress().acknowledged;
-    wait_for_progress(&handle, Duration::from_secs(10), |p| {
-        p.acknowledged >= before + 20
-    })
+    let (reverted, report) = behind_the_loads_back(
+        &db,
+        handle,
+        &format!(
+            "UPDATE events SET deleted_at = NULL WHERE (community_id, created_at, id) = \
+             (SELECT community_id, created_at, id FROM events WHERE {LOAD_ROWS} \
+              AND deleted_at IS NOT NULL ORDER BY received_at LIMIT 1) \
+             RETURNING community_id, created_at, id"
+        ),
+    )
     .await;
-    let report = bounded("stop", Duration::from_secs(20), handle.stop()).await;
 
     let verdict = check(&mut db.client, &report.ledger, &TableRef::events()).await;
     assert_eq!(verdict.wrong_content.count, 1, "{verdict:#?}");
