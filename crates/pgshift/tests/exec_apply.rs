@@ -6,33 +6,10 @@ mod common;
 
 use std::time::Duration;
 
+use common::exec_tables::{EVENTS_WRITER, SCHEMA};
 use common::*;
 use pgshift::exec::{Outcome, StepBudgets};
 use pgshift::refusal::RefusalCause;
-
-const SCHEMA: &str = "
-CREATE TABLE owners (id bigint PRIMARY KEY);
-INSERT INTO owners SELECT g FROM generate_series(1, 100) g;
-CREATE TABLE accounts (id bigint PRIMARY KEY, email text, kind int, owner_id bigint, note text);
-INSERT INTO accounts SELECT g, 'user' || g || '@example.com', g % 5, (g % 100) + 1, 'n'
-  FROM generate_series(1, 20000) g;
-CREATE INDEX accounts_note_idx ON accounts (note);
-CREATE TABLE keyless (id bigint, v int);
-INSERT INTO keyless SELECT g, g FROM generate_series(1, 5000) g;
-CREATE FUNCTION guard() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$;
-CREATE TABLE events (id bigint NOT NULL, at timestamptz NOT NULL, kind int, PRIMARY KEY (id, at))
-  PARTITION BY RANGE (at);
-CREATE TABLE events_a PARTITION OF events FOR VALUES FROM ('2026-01-01') TO ('2026-04-01');
-CREATE TABLE events_b PARTITION OF events FOR VALUES FROM ('2026-04-01') TO ('2026-07-01');
-CREATE TABLE events_c PARTITION OF events FOR VALUES FROM ('2026-07-01') TO ('2026-10-01');
-CREATE TABLE events_d PARTITION OF events FOR VALUES FROM ('2026-10-01') TO ('2027-01-01');
-INSERT INTO events SELECT g, '2026-01-01'::timestamptz + (g % 360) * interval '1 day', g % 7
-  FROM generate_series(1, 20000) g;
-ANALYZE;
-";
-
-const EVENTS_WRITER: &str =
-    "INSERT INTO events (id, at, kind) VALUES ($1::bigint, '2026-01-01'::timestamptz + ($1::bigint % 270) * interval '1 day', 1)";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partitioned_table_gets_a_valid_index_while_writes_continue() {

@@ -16,6 +16,7 @@ use pgshift::script::TransactionMode;
 use pgshift_embedded::{shared_cluster, Cluster};
 
 pub mod cas;
+pub mod exec_tables;
 use pgshift_sql::QualifiedName;
 use tokio_postgres::{Client, NoTls};
 
