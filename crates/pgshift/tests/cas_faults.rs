@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::cas::{artifacts, options, resume, run, run_id, run_phase, value, Hook};
+use common::cas::{artifacts, options, resume, run, run_id, run_phase, value, Hook, LockHolder};
 use common::*;
 use pgshift::cas::{Mode, Phase};
 
@@ -126,29 +126,17 @@ async fn the_appliers_session_terminated_stops_the_run_and_resume_loses_nothing(
 }
 
 /// Holds SHARE UPDATE EXCLUSIVE on the shadow (as an autovacuum worker does on a
-/// freshly copied heap) for `hold_s` seconds from a psql of its own, and returns once
-/// the lock is granted.
-fn hold_shadow_like_autovacuum(db: &str, hold_s: u32) -> std::thread::JoinHandle<()> {
+/// freshly copied heap), returning once it is granted, and lets it go after `hold`.
+fn hold_shadow_like_autovacuum(db: &str, hold: Duration) -> std::thread::JoinHandle<()> {
     let shadow = format!("_pgshift_{}_items", run_id(db));
-    let sql = format!(
-        "BEGIN; LOCK TABLE {shadow} IN SHARE UPDATE EXCLUSIVE MODE; SELECT pg_sleep({hold_s}); COMMIT;"
+    let held = LockHolder::hold(
+        db,
+        &format!("BEGIN; LOCK TABLE {shadow} IN SHARE UPDATE EXCLUSIVE MODE"),
     );
-    let holder_db = db.to_owned();
-    let handle = std::thread::spawn(move || {
-        cluster()
-            .psql(&holder_db, &sql)
-            .expect("holding the shadow");
-    });
-    let granted = format!(
-        "SELECT count(*) FROM pg_locks WHERE relation = '{shadow}'::regclass AND mode = 'ShareUpdateExclusiveLock' AND granted"
-    );
-    for _ in 0..200 {
-        if value(db, &granted) == "1" {
-            return handle;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("the shadow's lock was not taken");
+    std::thread::spawn(move || {
+        std::thread::sleep(hold);
+        held.release();
+    })
 }
 
 /// The shadow held (as by autovacuum) longer than the session's 1 s lock budget when
@@ -161,7 +149,10 @@ async fn a_shadow_held_at_indexing_is_waited_for_not_failed() {
     let holder = std::sync::Arc::new(std::sync::Mutex::new(None));
     let slot = holder.clone();
     let mut hook = Hook::new(Phase::Indexing, move || {
-        *slot.lock().expect("slot") = Some(hold_shadow_like_autovacuum(&hook_db, 3));
+        *slot.lock().expect("slot") = Some(hold_shadow_like_autovacuum(
+            &hook_db,
+            Duration::from_secs(3),
+        ));
     });
     let report = run(
         &db,

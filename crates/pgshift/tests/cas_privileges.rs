@@ -4,18 +4,12 @@
 
 mod common;
 
-use common::cas::{artifacts, options, value};
+use common::cas::{artifacts, ensure_roles, options, value};
 use common::*;
 use pgshift::cas::{self, CasError, Mode, Silent};
 use pgshift::connect::ConnectionSpec;
 use pgshift::refusal::RefusalCause;
 use pgshift_sql::QualifiedName;
-
-/// Roles are the cluster's, shared by every test binary's databases: created once.
-const ROLES: &str = "
-DO $$ BEGIN CREATE ROLE priv_owner LOGIN NOSUPERUSER; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$;
-DO $$ BEGIN CREATE ROLE priv_other LOGIN NOSUPERUSER; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$;
-";
 
 const SCHEMA: &str = "
 CREATE SCHEMA shop;
@@ -57,7 +51,13 @@ fn missing_privilege(result: Result<cas::RunReport, CasError>) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn missing_privileges_are_refused_with_their_grant_and_the_owner_then_runs() {
-    cluster().psql("postgres", ROLES).expect("roles");
+    ensure_roles("postgres", &["priv_owner", "priv_other"]);
+    cluster()
+        .psql(
+            "postgres",
+            "ALTER ROLE priv_owner LOGIN; ALTER ROLE priv_other LOGIN",
+        )
+        .expect("roles log in");
     let db = database("cas_priv", SCHEMA);
     let nothing_created = |db: &str| {
         assert_eq!(artifacts(db), "", "nothing is created before the refusal");
