@@ -626,6 +626,12 @@ async fn install_capture(client: &Client, plan: &RunPlan) -> Result<(), CasError
 /// start again (see [`Applier::rewind`]).
 const REWIND_EVERY: Duration = Duration::from_secs(2);
 
+/// Samples the change log's backlog into the run's largest.
+async fn note_backlog(applier: &Applier, client: &Client, max: &AtomicI64) -> Result<(), CasError> {
+    max.fetch_max(applier.backlog(client).await?, Ordering::Relaxed);
+    Ok(())
+}
+
 /// How often the background applier looks again whether the shadow has its key.
 const KEY_WAIT: Duration = Duration::from_millis(100);
 
@@ -660,9 +666,8 @@ impl ApplierTask {
                     // the log; once the key is built every chunk has landed, so
                     // every entry is applied then.
                     waits = waits.wrapping_add(1);
-                    if waits % 5 == 0 {
-                        let backlog = applier.backlog(client).await?;
-                        max.fetch_max(backlog, Ordering::Relaxed);
+                    if waits % 20 == 0 {
+                        note_backlog(&applier, client, &max).await?;
                     }
                     tokio::time::sleep(KEY_WAIT).await;
                     continue;
@@ -672,8 +677,7 @@ impl ApplierTask {
                     // largest now, before the first batch (reported as the run's
                     // largest backlog).
                     waits = 0;
-                    let backlog = applier.backlog(client).await?;
-                    max.fetch_max(backlog, Ordering::Relaxed);
+                    note_backlog(&applier, client, &max).await?;
                 }
                 let batch = {
                     let _open = gate_lock.lock().await;
@@ -681,8 +685,7 @@ impl ApplierTask {
                 };
                 ticks = ticks.wrapping_add(1);
                 if ticks % 50 == 0 {
-                    let backlog = applier.backlog(client).await?;
-                    max.fetch_max(backlog, Ordering::Relaxed);
+                    note_backlog(&applier, client, &max).await?;
                 }
                 let pause;
                 (limit, pause) = applier::next_limit(limit, batch.read);
