@@ -335,6 +335,8 @@ fn empty_relation(name: QualifiedName) -> RelationFacts {
         owner: String::new(),
         sizes: Sizes::default(),
         row_estimate: -1,
+        sizes_estimated: false,
+        locks_elsewhere: Vec::new(),
         parent: None,
         indexed_table: None,
         partition_key: None,

@@ -94,6 +94,25 @@ pub struct Sizes {
     pub total_bytes: i64,
 }
 
+/// The definition pgshift gives an object whose relation another session held (or
+/// awaited) ACCESS EXCLUSIVE on while the snapshot was read: rendering it would have
+/// waited for that lock.
+pub const NOT_READ_WHILE_LOCKED: &str = "(not read: locked by another session)";
+
+/// A relation lock another session held, or waited for, when the snapshot was read.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LockElsewhere {
+    /// The locked relation: the relation itself, a partition, an index or its TOAST
+    /// table.
+    pub relation: QualifiedName,
+    /// The session's process ID (`None`: a prepared transaction holds it).
+    pub pid: Option<i32>,
+    /// The mode.
+    pub mode: crate::lock::LockMode,
+    /// Whether it is held (`false`: the session is waiting for it).
+    pub granted: bool,
+}
+
 /// One column.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ColumnFacts {
@@ -246,6 +265,13 @@ pub struct RelationFacts {
     pub sizes: Sizes,
     /// `reltuples`, summed over partitions (-1 when never analysed).
     pub row_estimate: i64,
+    /// Whether `sizes` are estimates from `pg_class.relpages`: another session held
+    /// or awaited ACCESS EXCLUSIVE on the relation or a member, and the size functions
+    /// (which need ACCESS SHARE) would have waited for it.
+    pub sizes_estimated: bool,
+    /// Relation locks other sessions held or waited for on the relation, its
+    /// partitions, indexes and TOAST table when the snapshot was read.
+    pub locks_elsewhere: Vec<LockElsewhere>,
     /// The partitioned parent, when this is a partition.
     pub parent: Option<QualifiedName>,
     /// For an index, the table it indexes.
