@@ -145,6 +145,12 @@ pub(super) fn add_constraint(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut B
             {
                 return piece(Plan::AsWritten);
             }
+            if kind == OperationKind::AddForeignKey {
+                return match foreign_key_steps(&named, target) {
+                    Ok(steps) => piece(Plan::Sequence(steps)),
+                    Err(plan) => piece(plan),
+                };
+            }
             match not_valid_then_validate(&named, target) {
                 Ok(steps) => piece(Plan::Sequence(steps)),
                 Err(StepError(message)) => {
@@ -166,7 +172,7 @@ pub(super) fn add_constraint(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut B
                 "builds a unique index on {} under ACCESS EXCLUSIVE",
                 target.table
             ));
-            unique_via_concurrent_index(constraint, kind, target, b)
+            unique_via_concurrent_index(constraint, kind, target, b, &[])
                 .map_or_else(&piece, |steps| piece(Plan::Sequence(steps)))
         }
         OperationKind::AddExclusion => {
@@ -193,6 +199,7 @@ pub(super) fn unique_via_concurrent_index(
     kind: OperationKind,
     target: &Target<'_>,
     b: &mut Builder,
+    not_null_already: &[&str],
 ) -> Result<Vec<Step>, Plan> {
     let columns = strings(&constraint.keys);
     let column_refs: Vec<&str> = columns.iter().map(String::as_str).collect();
@@ -207,10 +214,11 @@ pub(super) fn unique_via_concurrent_index(
     let mut result = Vec::new();
     if kind == OperationKind::AddPrimaryKey {
         for column in &columns {
-            let already = target
-                .facts
-                .and_then(|facts| facts.column(column))
-                .is_some_and(|c| c.not_null);
+            let already = not_null_already.contains(&column.as_str())
+                || target
+                    .facts
+                    .and_then(|facts| facts.column(column))
+                    .is_some_and(|c| c.not_null);
             if !already {
                 result.extend(not_null_scaffold(&target.table, column));
             }

@@ -5,13 +5,17 @@
 //! strongest level among its subcommands, on the table and (without `ONLY`) on every
 //! partition.
 
+mod add_column;
 mod columns;
 mod constraints;
+mod foreign_keys;
 mod options;
 mod partitions;
 
+use add_column::*;
 use columns::*;
 use constraints::*;
+use foreign_keys::*;
 use options::*;
 use partitions::*;
 
@@ -102,11 +106,25 @@ pub(crate) fn classify(stmt: &AlterTableStmt, context: &Context<'_>, b: &mut Bui
         table,
         context,
     };
+    // Each subcommand's heaviest work, from the operations it recorded: a part run as
+    // written inside a safer sequence keeps it (INV: LK-6 judges steps by it).
+    let mut works = Vec::new();
     let pieces: Vec<Piece> = stmt
         .cmds
         .iter()
         .filter_map(|node| match &node.node {
-            Some(NodeEnum::AlterTableCmd(cmd)) => Some(classify_cmd(cmd, &target, b)),
+            Some(NodeEnum::AlterTableCmd(cmd)) => {
+                let before = b.operations.len();
+                let piece = classify_cmd(cmd, &target, b);
+                works.push(
+                    b.operations[before..]
+                        .iter()
+                        .map(|op| op.work)
+                        .max()
+                        .unwrap_or(WorkClass::CatalogOnly),
+                );
+                Some(piece)
+            }
             _ => None,
         })
         .collect();
@@ -129,7 +147,7 @@ pub(crate) fn classify(stmt: &AlterTableStmt, context: &Context<'_>, b: &mut Bui
     {
         b.partition_mode(&target.table, partitions);
     }
-    assemble(pieces, &target, b);
+    assemble(pieces, &works, &target, b);
 }
 
 /// Whether a subcommand also applies to (and locks) every partition.
@@ -177,7 +195,7 @@ fn subtype(cmd: &AlterTableCmd) -> AlterTableType {
 }
 
 /// One route for the statement from its subcommands' plans.
-fn assemble(pieces: Vec<Piece>, target: &Target<'_>, b: &mut Builder) {
+fn assemble(pieces: Vec<Piece>, works: &[WorkClass], target: &Target<'_>, b: &mut Builder) {
     if target.context.is_new(&target.table) {
         b.reason(format!(
             "{} is created earlier in the same input, so nobody else can be using it; it runs as written",
@@ -206,7 +224,7 @@ fn assemble(pieces: Vec<Piece>, target: &Target<'_>, b: &mut Builder) {
         return;
     }
     let mut all_steps = Vec::new();
-    for piece in pieces {
+    for (piece, work) in pieces.into_iter().zip(works) {
         match piece.plan {
             Plan::Sequence(steps) => all_steps.extend(steps),
             Plan::AsWritten => match steps::alter_table_one(
@@ -214,7 +232,7 @@ fn assemble(pieces: Vec<Piece>, target: &Target<'_>, b: &mut Builder) {
                 piece.cmd,
                 "run this part of the statement as written",
                 piece.mode,
-                WorkClass::CatalogOnly,
+                *work,
             ) {
                 Ok(step) => all_steps.push(step),
                 Err(StepError(message)) => {
