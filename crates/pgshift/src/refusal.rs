@@ -110,6 +110,10 @@ refusal_causes! {
     /// table, `CREATE` on the database or a schema, the engine's own schema and run
     /// table); the message names the `GRANT` that gives it.
     MissingPrivilege = "missing-privilege", Invalid;
+    /// A step would scan, build or rewrite an existing relation under a lock that
+    /// blocks writes, and no safer sequence or copy-and-swap exists for it;
+    /// `--allow-blocking TABLE` runs it as written, reported as blocking.
+    BlockingWork = "blocking-work", Unsupported;
 }
 
 impl fmt::Display for RefusalCause {

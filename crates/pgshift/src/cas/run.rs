@@ -359,6 +359,35 @@ pub async fn status(spec: &ConnectionSpec) -> Result<Vec<RunRecord>, CasError> {
     store::all(runner.client(), 100).await
 }
 
+/// What a run on the table `oid` would refuse before recording anything, read
+/// without writing anything: the role's privileges, an active run on the table, and
+/// (when `read_source`: the source's facts need ACCESS SHARE to render) [`preflight`]
+/// on the source's facts. `plan` and `apply` judge copy-and-swap units with it before
+/// anything runs.
+pub async fn preflight_read_only(
+    client: &Client,
+    oid: u32,
+    read_source: bool,
+) -> Result<(), CasError> {
+    privileges::check(client, oid).await?;
+    if store::exists(client).await? {
+        if let Some(active) = store::active_for(client, oid).await? {
+            return Err(CasError::Refused(Refusal::new(
+                RefusalCause::RunInProgress,
+                format!(
+                    "run {} on this table is {} — resume it (pgshift resume) or abort it (pgshift abort)",
+                    active.id,
+                    active.phase.name()
+                ),
+            )));
+        }
+    }
+    if !read_source {
+        return Ok(());
+    }
+    preflight(&source::read(client, oid).await?)
+}
+
 /// What a run refuses before creating anything.
 fn preflight(facts: &SourceFacts) -> Result<(), CasError> {
     let refuse = |cause, message: String| Err(CasError::Refused(Refusal::new(cause, message)));

@@ -138,6 +138,18 @@ fn db(what: &'static str) -> impl FnOnce(tokio_postgres::Error) -> CasError {
     move |e| CasError::db(what, e)
 }
 
+/// Whether the run table exists, read without creating it.
+pub async fn exists(client: &Client) -> Result<bool, CasError> {
+    let row = client
+        .query_one(
+            "SELECT pg_catalog.to_regclass('pgshift.runs') IS NOT NULL",
+            &[],
+        )
+        .await
+        .map_err(db("looking for pgshift.runs"))?;
+    Ok(row.get(0))
+}
+
 /// Creates the runs table when missing.
 pub async fn ensure(client: &Client) -> Result<(), CasError> {
     client

@@ -61,6 +61,15 @@ impl IndexGuard {
         format!("{}.{}", quote_ident(&self.schema), quote_ident(&self.name))
     }
 
+    /// Why a build is not run when an invalid index `oid` already holds the name.
+    pub fn in_the_way(&self, oid: u32) -> String {
+        format!(
+            "an invalid index {} (OID {oid}) already exists, left by an earlier failed or interrupted build; check it, drop it with DROP INDEX CONCURRENTLY {}, and run again",
+            self.qualified(),
+            self.qualified()
+        )
+    }
+
     /// The index currently holding the name, if any.
     pub async fn find(&self, client: &Client) -> Result<Option<FoundIndex>, Failure> {
         let row = client
