@@ -153,14 +153,7 @@ async fn start_locked(
     privileges::check(client, oid).await?;
     store::ensure(client).await?;
     if let Some(active) = store::active_for(client, oid).await? {
-        return Err(CasError::Refused(Refusal::new(
-            RefusalCause::RunInProgress,
-            format!(
-                "run {} on this table is {} — resume it (pgshift resume) or abort it (pgshift abort)",
-                active.id,
-                active.phase.name()
-            ),
-        )));
+        return Err(run_in_progress(&active));
     }
     let facts = source::read(client, oid).await?;
     preflight(&facts)?;
@@ -372,20 +365,25 @@ pub async fn preflight_read_only(
     privileges::check(client, oid).await?;
     if store::exists(client).await? {
         if let Some(active) = store::active_for(client, oid).await? {
-            return Err(CasError::Refused(Refusal::new(
-                RefusalCause::RunInProgress,
-                format!(
-                    "run {} on this table is {} — resume it (pgshift resume) or abort it (pgshift abort)",
-                    active.id,
-                    active.phase.name()
-                ),
-            )));
+            return Err(run_in_progress(&active));
         }
     }
     if !read_source {
         return Ok(());
     }
     preflight(&source::read(client, oid).await?)
+}
+
+/// The refusal of a new run on a table that has an active (stopped or running) one.
+fn run_in_progress(active: &RunRecord) -> CasError {
+    CasError::Refused(Refusal::new(
+        RefusalCause::RunInProgress,
+        format!(
+            "run {} on this table is {} — resume it (pgshift resume) or abort it (pgshift abort)",
+            active.id,
+            active.phase.name()
+        ),
+    ))
 }
 
 /// What a run refuses before creating anything.

@@ -17,7 +17,7 @@
 use tokio_postgres::error::SqlState;
 use tokio_postgres::Client;
 
-use super::index_guard::IndexGuard;
+use super::index_guard::{regclass_under, IndexGuard};
 use super::schedule::{build, finish, Schedule, ScheduleOptions, Scheduled, StatementRefusal};
 use super::unit::Unit;
 use crate::cas::{self, CasError};
@@ -186,35 +186,10 @@ async fn resolve(
     table: &QualifiedName,
     search_path: &[String],
 ) -> Result<Option<u32>, JudgeError> {
-    let path = search_path
-        .iter()
-        .map(|s| pgshift_sql::quote_ident(s))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let lookup = async {
-        client.batch_execute("BEGIN READ ONLY").await?;
-        if !path.is_empty() {
-            client
-                .batch_execute(&format!("SET LOCAL search_path = {path}"))
-                .await?;
-        }
-        let row = client
-            .query_one(
-                "SELECT pg_catalog.to_regclass($1::pg_catalog.text)::pg_catalog.oid",
-                &[&table.to_string()],
-            )
-            .await?;
-        client.batch_execute("COMMIT").await?;
-        Ok::<_, tokio_postgres::Error>(row.get::<_, Option<u32>>(0))
-    };
-    match lookup.await {
-        Ok(oid) => Ok(oid),
-        Err(error) => {
-            let _ = client.batch_execute("ROLLBACK").await;
-            Err(JudgeError::Read {
-                what: "the table a copy-and-swap unit rewrites",
-                message: error.to_string(),
-            })
-        }
-    }
+    regclass_under(client, &table.to_string(), search_path)
+        .await
+        .map_err(|error| JudgeError::Read {
+            what: "the table a copy-and-swap unit rewrites",
+            message: error.to_string(),
+        })
 }
