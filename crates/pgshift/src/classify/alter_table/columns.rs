@@ -129,6 +129,12 @@ pub(super) fn add_column(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Build
     if not_null && !has_default && work < WorkClass::Rewrite {
         work = work.max(WorkClass::ScanUnderLock);
         b.reason(format!("NOT NULL without a default: PostgreSQL scans {} to check it, and it fails unless the table is empty", target.table));
+        if let Some(rows) = live_rows(target) {
+            plan = Plan::Refused(
+                RefusalCause::NullInExistingRows,
+                format!("ADD COLUMN {} NOT NULL has no default, and {} has rows ({rows}): every existing row would hold NULL, so PostgreSQL will fail the statement (column contains null values, SQLSTATE 23502)", quote_ident(column), target.table),
+            );
+        }
     }
     b.operation(OperationKind::AddColumn, Some(table), Some(column), work)
         .detail = detail;
@@ -403,5 +409,21 @@ pub(super) fn modifiers_text(modifiers: &[i64]) -> String {
     } else {
         let parts: Vec<String> = modifiers.iter().map(i64::to_string).collect();
         format!("({})", parts.join(","))
+    }
+}
+
+/// When live facts (not declared ones) say the table holds rows, how they say it: the
+/// row estimate, or, for a table never analysed, the size of its heap.
+fn live_rows(target: &Target<'_>) -> Option<String> {
+    let facts = target.facts.filter(|_| !target.declared())?;
+    if facts.row_estimate > 0 {
+        Some(format!("about {} by its statistics", facts.row_estimate))
+    } else if facts.row_estimate < 0 && facts.sizes.heap_bytes > 0 {
+        Some(format!(
+            "never analysed, {} bytes of heap",
+            facts.sizes.heap_bytes
+        ))
+    } else {
+        None
     }
 }
