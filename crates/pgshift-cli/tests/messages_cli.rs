@@ -121,3 +121,31 @@ fn apply_refuses_what_postgresql_would_fail_and_says_what_to_do() {
     let native = cluster.psql(db, "ALTER TABLE filled ADD COLUMN b int NOT NULL");
     assert!(native.is_err(), "PostgreSQL accepted it: {native:?}");
 }
+
+#[test]
+fn quiet_plan_shows_only_the_refused_statement_and_verbose_apply_every_attempt() {
+    let run = run_sql(
+        "plan",
+        &["-q"],
+        "ALTER TABLE empty ADD COLUMN q int; ALTER TABLE filled ADD COLUMN b int NOT NULL",
+    );
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    assert!(!run.stdout.contains("ADD COLUMN q"), "{}", run.stdout);
+    assert!(run
+        .stdout
+        .contains("REFUSED (null-in-existing-rows, invalid)"));
+    assert!(run
+        .stdout
+        .ends_with("\n2 statements: 1 native, 0 native sequence, 0 copy-and-swap, 1 refused\n"));
+    let run = run_sql("apply", &["-v"], "ALTER TABLE empty ADD COLUMN v int");
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("      attempt 1: committed after "),
+        "{}",
+        run.stdout
+    );
+    let run = run_sql("apply", &["-q"], "ALTER TABLE empty ADD COLUMN w int");
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(run.stdout, "Done online: 1 of 1 steps committed.\n");
+    assert_eq!(run.stderr, "", "no progress with -q");
+}
