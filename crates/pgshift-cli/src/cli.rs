@@ -23,6 +23,48 @@ pub struct Cli {
     /// The command.
     #[command(subcommand)]
     pub command: Command,
+    /// Output settings shared by every command.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// When to colour text output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ColorArg {
+    /// On a terminal, unless `NO_COLOR` is set (or `TERM=dumb`).
+    Auto,
+    /// Always, even when piped.
+    Always,
+    /// Never.
+    Never,
+}
+
+/// Flags of every command: colour and how much to say.
+#[derive(Debug, clap::Args)]
+pub struct OutputArgs {
+    /// Colour severities and verdicts in text output (never in JSON, GitHub or SARIF
+    /// output).
+    #[arg(long, global = true, value_enum, default_value_t = ColorArg::Auto, value_name = "WHEN")]
+    pub color: ColorArg,
+    /// Say only the verdict and errors (no progress, no help texts).
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Say more: whole statements, every attempt, each finding's next step.
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
+}
+
+/// Output format of `pgshift lint`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LintFormat {
+    /// For people: compiler-style diagnostics.
+    Text,
+    /// Versioned JSON for machines (`format_version`).
+    Json,
+    /// GitHub Actions workflow commands: an annotation on each finding's lines.
+    Github,
+    /// SARIF 2.1.0, for code-scanning interfaces.
+    Sarif,
 }
 
 /// Output format.
@@ -78,6 +120,37 @@ pub enum Command {
     /// Start a throwaway local PostgreSQL, load the relay workload, and rewrite its
     /// partitioned `events` table online under live writers; then remove it.
     Demo(DemoArgs),
+    /// Explain a lint code or refusal cause: what it means, why it matters, the safer
+    /// SQL, and how pgshift runs it (the text of docs/LINTS.md and docs/REFUSALS.md).
+    Explain(ExplainArgs),
+    /// Print a shell completion script (for example
+    /// `pgshift completions bash > /etc/bash_completion.d/pgshift`).
+    Completions(CompletionsArgs),
+    /// Print the manual page, in roff (`pgshift man | man -l -`).
+    Man,
+}
+
+/// `pgshift explain`.
+#[derive(Debug, clap::Args)]
+pub struct ExplainArgs {
+    /// A lint code (`table-rewrite`) or refusal cause (`no-usable-key`); `--list` for
+    /// all of them.
+    #[arg(value_name = "CODE", required_unless_present = "list")]
+    pub code: Option<String>,
+    /// List every code and cause with its one-line summary.
+    #[arg(long)]
+    pub list: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+/// `pgshift completions`.
+#[derive(Debug, clap::Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum, value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
 }
 
 /// `pgshift status`.
@@ -186,8 +259,8 @@ pub struct LintArgs {
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<String>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    #[arg(long, value_enum, default_value_t = LintFormat::Text)]
+    pub format: LintFormat,
     /// How the runner runs each file; a first-line `-- no-transaction` comment
     /// switches a file to `statement`.
     #[arg(long, value_enum, default_value_t = TransactionModeArg::File)]
@@ -200,6 +273,10 @@ pub struct LintArgs {
     /// The largest file read, in bytes.
     #[arg(long, default_value_t = pgshift::source::DEFAULT_MAX_FILE_BYTES, value_name = "BYTES")]
     pub max_file_bytes: u64,
+    /// Where docs/LINTS.md is published, for the SARIF rules' `helpUri` (default: the
+    /// package's repository, else this build's own docs directory as a file:// URI).
+    #[arg(long, value_name = "URL")]
+    pub docs_url: Option<String>,
 }
 
 /// `pgshift plan`.
@@ -218,7 +295,8 @@ pub struct PlanArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
-    /// How the runner runs each file.
+    /// How the runner runs each file (`--sql` is judged statement by statement, as
+    /// `apply --sql` runs it).
     #[arg(long, value_enum, default_value_t = TransactionModeArg::File)]
     pub transaction_mode: TransactionModeArg,
     /// The largest file read, in bytes.

@@ -3,11 +3,13 @@
 pub(crate) mod apply;
 mod demo;
 mod demo_front_door;
+mod explain;
 mod inputs;
 mod lint;
 mod migrate;
 pub(crate) mod plan;
 mod runs;
+mod shell;
 
 use std::process::ExitCode;
 
@@ -26,6 +28,9 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Abort(args) => runs::abort(&args),
         Command::Cutover(args) => runs::cutover(&args),
         Command::Demo(args) => demo::run(&args),
+        Command::Explain(args) => explain::run(&args),
+        Command::Completions(args) => shell::completions(&args),
+        Command::Man => shell::man(),
     };
     ExitCode::from(code)
 }

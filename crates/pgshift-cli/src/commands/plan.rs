@@ -66,7 +66,13 @@ async fn run_async(args: &PlanArgs) -> u8 {
             return exit::INPUT_ERROR;
         }
     };
-    let mode = args.transaction_mode.into();
+    // `--sql` is run by `apply --sql` statement by statement, with no migration runner
+    // around it; `--transaction-mode` describes the runner of files.
+    let mode = if args.sql.is_some() {
+        TransactionMode::Statement
+    } else {
+        args.transaction_mode.into()
+    };
     let report = match plan_report(&session, plan_inputs, mode).await {
         Ok(report) => report,
         Err(err) => {

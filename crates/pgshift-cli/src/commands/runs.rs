@@ -254,6 +254,11 @@ fn finish<T: Serialize>(
     result: Result<T, CasError>,
     text: impl Fn(&T) -> String,
 ) -> u8 {
+    let next_step = result
+        .as_ref()
+        .err()
+        .map(render::cas_do_this)
+        .unwrap_or_default();
     let (code, value, error) = match result {
         Ok(value) => (exit::OK, Some(value), None),
         Err(err) => (error_code(&err), None, Some(err.to_string())),
@@ -275,6 +280,7 @@ fn finish<T: Serialize>(
             }
             if let Some(error) = &error {
                 eprintln!("pgshift {command}: {error}");
+                eprint!("{next_step}");
             }
         }
     }

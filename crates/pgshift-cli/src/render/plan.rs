@@ -8,7 +8,10 @@ use pgshift::classify::{Classification, WorkClass};
 use pgshift::report::{PlanReport, PlannedStatement};
 use pgshift::route::Route;
 
-/// The whole plan as text.
+use super::style::{paint, verbosity, Tone, Verbosity};
+
+/// The whole plan as text. Quiet: only refused statements and the summary. Verbose:
+/// each statement's whole SQL.
 pub fn plan(report: &PlanReport, target: &str) -> String {
     let mut out = String::new();
     if let Some(server) = &report.server {
@@ -19,14 +22,15 @@ pub fn plan(report: &PlanReport, target: &str) -> String {
         if file.statements.is_empty() {
             let _ = writeln!(out, "  (no statements)");
         }
-        for statement in &file.statements {
+        for statement in file.statements.iter().filter(|s| {
+            verbosity() > Verbosity::Quiet || s.classification.route.refusal().is_some()
+        }) {
             render_statement(&mut out, statement, &report.relations);
         }
     }
     let s = &report.summary;
-    let _ = writeln!(
-        out,
-        "\n{} statement{}: {} native, {} native sequence, {} copy-and-swap, {} refused",
+    let summary = format!(
+        "{} statement{}: {} native, {} native sequence, {} copy-and-swap, {} refused",
         s.statements,
         if s.statements == 1 { "" } else { "s" },
         s.native,
@@ -34,6 +38,8 @@ pub fn plan(report: &PlanReport, target: &str) -> String {
         s.copy_and_swap,
         s.refused
     );
+    let tone = if s.refused > 0 { Tone::Bad } else { Tone::Good };
+    let _ = writeln!(out, "\n{}", paint(tone, &summary));
     out
 }
 
@@ -50,6 +56,11 @@ fn render_statement(out: &mut String, statement: &PlannedStatement, relations: &
         "  {}:{}  {first_line}{more}",
         statement.line, statement.column
     );
+    if verbosity() == Verbosity::Verbose && !more.is_empty() {
+        for line in statement.sql.lines().skip(1) {
+            let _ = writeln!(out, "        {line}");
+        }
+    }
     let _ = writeln!(out, "      route: {}", route_line(&c.route));
     let _ = writeln!(out, "      work:  {}", work_words(c.work));
     for lock in &c.locks {
@@ -109,6 +120,7 @@ fn render_route_details(out: &mut String, c: &Classification) {
         }
         Route::Refused { refusal } => {
             let _ = writeln!(out, "      refused: {}", refusal.message);
+            out.push_str(&super::do_this(refusal, "      "));
         }
         Route::Native | Route::CopyAndSwap => {}
     }
@@ -123,13 +135,9 @@ fn route_line(route: &Route) -> String {
             if steps.len() == 1 { "" } else { "s" }
         ),
         Route::CopyAndSwap => "copy-and-swap (online rewrite through a shadow table)".to_owned(),
-        Route::Refused { refusal } => format!(
-            "REFUSED ({}, {})",
-            refusal.cause,
-            serde_json::to_value(refusal.class)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default()
+        Route::Refused { refusal } => paint(
+            Tone::Bad,
+            &format!("REFUSED ({}, {})", refusal.cause, refusal.class.name()),
         ),
     }
 }

@@ -17,9 +17,9 @@ pub(crate) mod dml;
 mod expr;
 mod index;
 mod misc;
-mod names;
+pub(crate) mod names;
 mod session;
-mod steps;
+pub(crate) mod steps;
 mod table;
 mod trigger;
 

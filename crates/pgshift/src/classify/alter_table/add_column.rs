@@ -18,6 +18,7 @@
 //! into the constraint.
 
 use pgshift_sql::ast::{AlterTableCmd, ColumnDef, ConstrType, Constraint, Node};
+use pgshift_sql::quote_ident;
 use pgshift_sql::NodeEnum;
 
 use crate::classify::expr::{volatility, Volatility};
@@ -186,6 +187,12 @@ pub(super) fn add_column(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Build
         work = work.max(WorkClass::ScanUnderLock);
         inline.not_null_scan = true;
         b.reason(format!("NOT NULL without a default: PostgreSQL scans {} to check it (and it fails unless the table is empty); NOT NULL is set through a validated check instead", target.table));
+        if let Some(rows) = live_rows(target) {
+            plan = Plan::Refused(
+                RefusalCause::NullInExistingRows,
+                format!("ADD COLUMN {} NOT NULL has no default, and {} has rows ({rows}): every existing row would hold NULL, so PostgreSQL will fail the statement (column contains null values, SQLSTATE 23502)", quote_ident(column), target.table),
+            );
+        }
     }
     inline.not_null_free = not_null && has_default;
     b.operation(OperationKind::AddColumn, Some(table), Some(column), work)
@@ -302,5 +309,21 @@ fn string_node(value: &str) -> Node {
         node: Some(NodeEnum::String(pgshift_sql::ast::String {
             sval: value.to_owned(),
         })),
+    }
+}
+
+/// When live facts (not declared ones) say the table holds rows, how they say it: the
+/// row estimate, or, for a table never analysed, the size of its heap.
+fn live_rows(target: &Target<'_>) -> Option<String> {
+    let facts = target.facts.filter(|_| !target.declared())?;
+    if facts.row_estimate > 0 {
+        Some(format!("about {} by its statistics", facts.row_estimate))
+    } else if facts.row_estimate < 0 && facts.sizes.heap_bytes > 0 {
+        Some(format!(
+            "never analysed, {} bytes of heap",
+            facts.sizes.heap_bytes
+        ))
+    } else {
+        None
     }
 }
