@@ -167,6 +167,8 @@ pub enum ObjectClass {
     Publication,
     /// An extended statistics object.
     Statistics,
+    /// Any other object (a function, an operator, an extension).
+    Other,
 }
 
 /// A catalog object as the statement writes it.
@@ -196,6 +198,7 @@ impl fmt::Display for ObjectRef {
             ObjectClass::Schema => "schema ",
             ObjectClass::Publication => "publication ",
             ObjectClass::Statistics => "statistics ",
+            ObjectClass::Other => "object ",
         };
         write!(f, "{class}{}", self.name)
     }
@@ -214,7 +217,8 @@ pub enum Role {
     DefaultPartition,
     /// Each table a table references by foreign key.
     ReferencedTables,
-    /// Each table referencing a table by foreign key (its partitions included).
+    /// Each table referencing a table (or one of its partitions) by foreign key, and
+    /// the tables referencing those, at every level.
     ReferencingTables,
     /// The table an index is on (and, for a partitioned index, each partition's table
     /// and index).
@@ -301,7 +305,7 @@ impl Role {
             }
             Role::DefaultPartition => format!("the default partition of {of}"),
             Role::ReferencedTables => format!("each table {of} references by foreign key"),
-            Role::ReferencingTables => format!("each table referencing {of} by foreign key"),
+            Role::ReferencingTables => format!("each table referencing {of} by foreign key, at every level"),
             Role::IndexedTable => format!("the table of index {of}"),
             Role::OwnedSequences => format!("each sequence {of} owns"),
             Role::DroppedWith => format!("every relation whose objects are dropped with {of}"),

@@ -15,6 +15,8 @@ mod alter_table;
 mod coercion;
 pub(crate) mod dml;
 mod expr;
+mod families;
+mod related_families;
 mod index;
 mod misc;
 mod names;
@@ -487,7 +489,7 @@ pub fn classify(statement: &Statement, context: &Context<'_>) -> Classification 
         NodeEnum::CreateTrigStmt(stmt) => trigger::classify_create(stmt, context, &mut builder),
         NodeEnum::CreateFunctionStmt(stmt) => trigger::classify_function(stmt, &mut builder),
         NodeEnum::CreateStmt(stmt) => table::classify_create(stmt, context, &mut builder),
-        NodeEnum::CreateTableAsStmt(stmt) => table::classify_create_as(stmt, &mut builder),
+        NodeEnum::CreateTableAsStmt(stmt) => table::classify_create_as(stmt, context, &mut builder),
         NodeEnum::DropStmt(stmt) => table::classify_drop(stmt, context, &mut builder),
         NodeEnum::TruncateStmt(stmt) => table::classify_truncate(stmt, context, &mut builder),
         NodeEnum::RenameStmt(stmt) => table::classify_rename(stmt, context, &mut builder),

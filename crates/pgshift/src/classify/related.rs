@@ -65,6 +65,9 @@ pub(crate) fn members(context: &Context<'_>, role: Role, of: &ObjectRef) -> Memb
     let Some(facts) = context.facts else {
         return Members::Unknown;
     };
+    if of.class == ObjectClass::Other {
+        return Members::Unknown;
+    }
     if of.class != ObjectClass::Relation {
         if facts.is_declared() {
             return Members::Unknown;

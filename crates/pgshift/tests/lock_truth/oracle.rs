@@ -30,8 +30,10 @@ impl Rel {
         }
     }
 
-    pub fn is_system(&self) -> bool {
-        matches!(self.schema.as_str(), "pg_catalog" | "information_schema")
+    /// A system catalog, or the TOAST table (or index) of one.
+    pub fn is_system(&self, oid: u32) -> bool {
+        oid < FIRST_NORMAL_OBJECT_ID
+            || matches!(self.schema.as_str(), "pg_catalog" | "information_schema")
     }
 }
 
@@ -45,6 +47,9 @@ pub struct Oracle {
     owned_sequences: HashMap<u32, Vec<u32>>,
     members: HashMap<(Role, ObjectRef), BTreeSet<u32>>,
 }
+
+/// PostgreSQL's `FirstNormalObjectId`: OIDs below it belong to the system.
+const FIRST_NORMAL_OBJECT_ID: u32 = 16384;
 
 /// The search path the test database's users have.
 const SEARCH_PATH: [&str; 3] = ["pg_catalog", "shop", "public"];
@@ -233,6 +238,7 @@ impl Oracle {
                 )
                 .await?
             }
+            ObjectClass::Other => None,
         };
         let Some(root) = root else {
             return Ok(BTreeSet::new());
@@ -249,7 +255,9 @@ impl Oracle {
                 "SELECT confrelid FROM pg_constraint WHERE contype = 'f' AND conrelid = ANY($1)"
             }
             Role::ReferencingTables => {
-                "SELECT conrelid FROM pg_constraint WHERE contype = 'f' AND confrelid = ANY($1)"
+                "WITH RECURSIVE r(oid) AS (SELECT unnest($1::oid[]) UNION \
+                   SELECT k.conrelid FROM r JOIN pg_constraint k ON k.contype = 'f' AND k.confrelid = r.oid) \
+                 SELECT oid FROM r"
             }
             Role::IndexedTable => "SELECT indrelid FROM pg_index WHERE indexrelid = ANY($1)",
             Role::OwnedSequences => {
@@ -296,6 +304,8 @@ impl Oracle {
             ObjectClass::Schema => "pg_namespace",
             ObjectClass::Publication => "pg_publication",
             ObjectClass::Statistics => "pg_statistic_ext",
+            ObjectClass::Other => "pg_proc",
+            ObjectClass::Other => "pg_proc",
         };
         let rows = if sql == CLOSURE {
             client.query(sql, &[&roots, &class]).await

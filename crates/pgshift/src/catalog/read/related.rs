@@ -155,6 +155,26 @@ SELECT p.root, p.role, p.via, n.nspname, c.relname, c.relkind
   JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
  ORDER BY 1, 2, 3, 4, 5";
 
+/// Tables referencing each root (or one of its partitions, whose foreign keys are
+/// cloned) by foreign key, at every level.
+const REFERENCING_SQL: &str = "\
+WITH RECURSIVE refs(root, oid) AS (
+    SELECT k.confrelid, k.conrelid FROM pg_catalog.pg_constraint k
+     WHERE k.contype OPERATOR(pg_catalog.=) 'f'
+       AND k.confrelid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[])
+    UNION
+    SELECT refs.root, k.conrelid FROM refs
+      JOIN pg_catalog.pg_constraint k ON k.contype OPERATOR(pg_catalog.=) 'f'
+                                     AND k.confrelid OPERATOR(pg_catalog.=) refs.oid
+)
+SELECT r.root, 'referencing-tables'::pg_catalog.text AS role, NULL::pg_catalog.text AS via,
+       n.nspname, c.relname, c.relkind
+  FROM refs r
+  JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) r.oid
+  JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+ WHERE r.oid OPERATOR(pg_catalog.<>) r.root
+ ORDER BY 1, 4, 5";
+
 /// Candidate objects by name: `$1` classes (as text), `$2` names, each with the
 /// schema OID it is in.
 const FIND_SQL: &str = "\
@@ -262,6 +282,7 @@ pub(super) async fn read_for_relations(
     let classes = vec![class; oids.len()];
     let mut rows = query(client, STEP, INHERITANCE_SQL, &[&oids]).await?;
     rows.extend(query(client, STEP, USES_SQL, &[&oids]).await?);
+    rows.extend(query(client, STEP, REFERENCING_SQL, &[&oids]).await?);
     for (role, deptypes) in closures() {
         rows.extend(
             query(
@@ -337,7 +358,7 @@ pub(super) async fn read_objects(
 ) -> Result<Vec<ObjectFacts>, CatalogError> {
     let objects: Vec<&ObjectRef> = objects
         .iter()
-        .filter(|o| o.class != ObjectClass::Relation)
+        .filter(|o| !matches!(o.class, ObjectClass::Relation | ObjectClass::Other))
         .collect();
     if objects.is_empty() {
         return Ok(Vec::new());
@@ -469,6 +490,7 @@ fn class_name(class: ObjectClass) -> &'static str {
         ObjectClass::Schema => "schema",
         ObjectClass::Publication => "publication",
         ObjectClass::Statistics => "statistics",
+        ObjectClass::Other => "other",
     }
 }
 

@@ -7,7 +7,7 @@ use crate::classify::coercion::{is_binary_coercible, typmod_for};
 use crate::classify::expr::{volatility, Volatility};
 use crate::classify::names::{constraint_name_for, range_var_name};
 use crate::classify::steps::{self, StepError};
-use crate::classify::{Builder, ObjectKind, OperationKind, WorkClass};
+use crate::classify::{families, Builder, OperationKind, WorkClass};
 use crate::lock::LockMode;
 use crate::refusal::RefusalCause;
 use crate::route::Step;
@@ -109,12 +109,7 @@ pub(super) fn add_column(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Build
             }
             ConstrType::ConstrForeign => {
                 if let Some(pktable) = &constraint.pktable {
-                    b.lock(
-                        &range_var_name(pktable),
-                        ObjectKind::Table,
-                        LockMode::ShareRowExclusive,
-                        false,
-                    );
+                    families::new_foreign_key(b, &range_var_name(pktable));
                 }
                 work = work.max(WorkClass::ScanUnderLock);
                 split.push(constraint.clone());
