@@ -305,7 +305,9 @@ impl Role {
             }
             Role::DefaultPartition => format!("the default partition of {of}"),
             Role::ReferencedTables => format!("each table {of} references by foreign key"),
-            Role::ReferencingTables => format!("each table referencing {of} by foreign key, at every level"),
+            Role::ReferencingTables => {
+                format!("each table referencing {of} by foreign key, at every level")
+            }
             Role::IndexedTable => format!("the table of index {of}"),
             Role::OwnedSequences => format!("each sequence {of} owns"),
             Role::DroppedWith => format!("every relation whose objects are dropped with {of}"),

@@ -27,7 +27,7 @@ pub(crate) fn classify(node: &NodeEnum, context: &Context<'_>, b: &mut Builder) 
             );
         }
         NodeEnum::CommentStmt(stmt) => comment(stmt, b),
-        NodeEnum::GrantStmt(stmt) => grant(stmt, b),
+        NodeEnum::GrantStmt(stmt) => grant(stmt, context, b),
         NodeEnum::ViewStmt(stmt) => {
             b.statement("create-view");
             let view = stmt.view.as_ref().map(range_var_name);
@@ -96,6 +96,9 @@ pub(crate) fn classify(node: &NodeEnum, context: &Context<'_>, b: &mut Builder) 
                 b,
             );
             related_families::policy_expressions(&[&stmt.qual, &stmt.with_check], b);
+            if let Some(table) = stmt.table.as_ref().map(range_var_name) {
+                related_families::altered_policy(context, &table, b);
+            }
         }
         NodeEnum::CreateSeqStmt(stmt) => {
             b.statement("create-sequence");
@@ -293,7 +296,7 @@ fn comment(stmt: &CommentStmt, b: &mut Builder) {
     );
 }
 
-fn grant(stmt: &GrantStmt, b: &mut Builder) {
+fn grant(stmt: &GrantStmt, context: &Context<'_>, b: &mut Builder) {
     let kind = if stmt.is_grant {
         OperationKind::Grant
     } else {
@@ -303,12 +306,12 @@ fn grant(stmt: &GrantStmt, b: &mut Builder) {
     let mut any = false;
     for object in &stmt.objects {
         if let Some(NodeEnum::RangeVar(rv)) = &object.node {
-            b.operation(
-                kind,
-                Some(&range_var_name(rv)),
-                None,
-                WorkClass::CatalogOnly,
-            );
+            let relation = range_var_name(rv);
+            // PostgreSQL 18 locks the relation (ACCESS SHARE) while changing its ACL.
+            if related_families::since(context, 180000) {
+                b.lock(&relation, ObjectKind::Table, LockMode::AccessShare, false);
+            }
+            b.operation(kind, Some(&relation), None, WorkClass::CatalogOnly);
             any = true;
         }
     }

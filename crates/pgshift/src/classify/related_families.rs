@@ -1,7 +1,9 @@
 //! Related-relation locks of the catalog statements of `misc`: rules, policies,
 //! domains and publications (see `families` for the rest).
 
-use pgshift_sql::ast::{AlterDomainStmt, AlterPublicationStmt, AlterPublicationAction, Node, RuleStmt};
+use pgshift_sql::ast::{
+    AlterDomainStmt, AlterPublicationAction, AlterPublicationStmt, Node, RuleStmt,
+};
 use pgshift_sql::{NodeEnum, NodeRef, QualifiedName};
 
 use super::dml::referenced_relations;
@@ -17,7 +19,12 @@ pub(crate) fn rule(stmt: &RuleStmt, context: &Context<'_>, b: &mut Builder) {
     let Some(relation) = &stmt.relation else {
         return;
     };
-    b.lock(&range_var_name(relation), ObjectKind::Table, LockMode::AccessExclusive, false);
+    b.lock(
+        &range_var_name(relation),
+        ObjectKind::Table,
+        LockMode::AccessExclusive,
+        false,
+    );
     let mut written: Vec<QualifiedName> = Vec::new();
     for action in &stmt.actions {
         if let Some(node) = &action.node {
@@ -82,8 +89,13 @@ pub(crate) fn alter_domain(stmt: &AlterDomainStmt, context: &Context<'_>, b: &mu
 
 /// `ALTER PUBLICATION … SET TABLE`: the tables it stops publishing are locked like the
 /// ones it adds.
-pub(crate) fn alter_publication(stmt: &AlterPublicationStmt, context: &Context<'_>, b: &mut Builder) {
-    let replaces = stmt.action == AlterPublicationAction::ApSetObjects as i32 && !stmt.pubobjects.is_empty();
+pub(crate) fn alter_publication(
+    stmt: &AlterPublicationStmt,
+    context: &Context<'_>,
+    b: &mut Builder,
+) {
+    let replaces =
+        stmt.action == AlterPublicationAction::ApSetObjects as i32 && !stmt.pubobjects.is_empty();
     if !replaces {
         return;
     }
@@ -143,5 +155,28 @@ pub(crate) fn sequence_calls(node: &NodeEnum, b: &mut Builder) {
         if let Some(sequence) = qualified_from_parts(&parts, 0) {
             b.lock(&sequence, ObjectKind::Sequence, mode, false);
         }
+    }
+}
+
+/// Whether the server is at least `version_num`, or unknown (then the statement is
+/// judged as the newest server would run it, where locks were only added).
+pub(crate) fn since(context: &Context<'_>, version_num: i32) -> bool {
+    context
+        .server_version_num()
+        .is_none_or(|v| v >= version_num)
+}
+
+/// `ALTER POLICY` on PostgreSQL 16 and later re-reads the policy's expressions even when it only
+/// changes its roles: ACCESS SHARE on the relations they read.
+pub(crate) fn altered_policy(context: &Context<'_>, table: &QualifiedName, b: &mut Builder) {
+    if since(context, 160000) {
+        b.related(
+            context,
+            Role::PolicyRelations,
+            ObjectRef::relation(table),
+            ObjectKind::Table,
+            LockMode::AccessShare,
+            false,
+        );
     }
 }

@@ -358,9 +358,9 @@ pub(crate) fn classify_rename(stmt: &RenameStmt, context: &Context<'_>, b: &mut 
         (ObjectType::ObjectIndex, Some(index)) => {
             // ALTER INDEX accepts any relation; on anything but an index it takes ACCESS
             // EXCLUSIVE, and offline the name may be anything.
-            let is_index = context
-                .relation(&index)
-                .is_some_and(|f| matches!(f.kind, RelationKind::Index | RelationKind::PartitionedIndex));
+            let is_index = context.relation(&index).is_some_and(|f| {
+                matches!(f.kind, RelationKind::Index | RelationKind::PartitionedIndex)
+            });
             b.lock(
                 &index,
                 ObjectKind::Index,
@@ -447,7 +447,12 @@ pub(crate) fn classify_rename(stmt: &RenameStmt, context: &Context<'_>, b: &mut 
         (ObjectType::ObjectAttribute, Some(composite)) => {
             // A composite type's attribute: ACCESS EXCLUSIVE on the type's relation,
             // and with CASCADE on every typed table of it.
-            b.lock(&composite, ObjectKind::Type, LockMode::AccessExclusive, false);
+            b.lock(
+                &composite,
+                ObjectKind::Type,
+                LockMode::AccessExclusive,
+                false,
+            );
             if stmt.behavior == 2 {
                 b.related(
                     context,

@@ -386,7 +386,11 @@ fn referenced_by(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder, mode
         );
         return;
     };
-    for fk in facts.foreign_keys_out.iter().filter(|fk| fk.name == cmd.name) {
+    for fk in facts
+        .foreign_keys_out
+        .iter()
+        .filter(|fk| fk.name == cmd.name)
+    {
         b.lock(&fk.referenced, ObjectKind::Table, mode, true);
     }
 }

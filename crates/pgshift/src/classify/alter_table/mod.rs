@@ -656,9 +656,10 @@ fn alter_other_relation(
     );
     b.lock(name, object, LockMode::AccessExclusive, false);
     // ALTER TYPE … ATTRIBUTE … CASCADE changes every typed table of the type.
-    let cascades = stmt.cmds.iter().any(|node| {
-        matches!(&node.node, Some(NodeEnum::AlterTableCmd(cmd)) if cmd.behavior == 2)
-    });
+    let cascades = stmt
+        .cmds
+        .iter()
+        .any(|node| matches!(&node.node, Some(NodeEnum::AlterTableCmd(cmd)) if cmd.behavior == 2));
     if objtype == ObjectType::ObjectType && cascades {
         b.related(
             context,
