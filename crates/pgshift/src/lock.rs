@@ -320,7 +320,7 @@ impl Role {
             Role::SchemaRelations => format!("every relation in {of}"),
             Role::StatisticsTable => format!("the table of {of}"),
             Role::UnknownDependents => {
-                format!("unknown relations (whatever the functions {of} runs lock)")
+                format!("unknown relations reached through {of} (its dependents, or what its triggers' functions lock)")
             }
         }
     }
