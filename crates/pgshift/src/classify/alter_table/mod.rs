@@ -96,6 +96,9 @@ pub(crate) fn classify(stmt: &AlterTableStmt, context: &Context<'_>, b: &mut Bui
             );
         }
     }
+    // The altered table is the statement's first lock (copy-and-swap takes its target
+    // from it), before any table its subcommands reference; its mode is raised below.
+    b.lock(&table, ObjectKind::Table, LockMode::AccessShare, false);
     let target = Target {
         relation,
         facts: context.relation(&table),
