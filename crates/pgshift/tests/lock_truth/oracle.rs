@@ -305,7 +305,6 @@ impl Oracle {
             ObjectClass::Publication => "pg_publication",
             ObjectClass::Statistics => "pg_statistic_ext",
             ObjectClass::Other => "pg_proc",
-            ObjectClass::Other => "pg_proc",
         };
         let rows = if sql == CLOSURE {
             client.query(sql, &[&roots, &class]).await
