@@ -107,9 +107,9 @@ pub enum ObjectKind {
 /// One lock PostgreSQL takes for the statement, on a relation it names or on a
 /// related relation the facts name.
 ///
-/// A lock on a table also covers its indexes, its TOAST table and the sequences its
-/// columns use: PostgreSQL locks those in at most `mode` (`index_mode` when set), and
-/// only through the table.
+/// A lock on a table also covers its indexes, its TOAST table and the sequences and
+/// composite types its columns use: PostgreSQL locks those in at most `mode`
+/// (`index_mode` when set), and only through the table.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct LockTaken {
     /// The relation, as written (or as resolved, with facts).
@@ -413,9 +413,10 @@ pub struct Classification {
 }
 
 impl Classification {
-    /// The strongest lock the statement takes, on any relation it or the facts name.
+    /// The strongest lock the statement takes, on any relation it or the facts name
+    /// (the first such, so a relation the statement names before a related one).
     pub fn strongest_lock(&self) -> Option<&LockTaken> {
-        self.locks.iter().max_by_key(|lock| lock.mode)
+        self.locks.iter().rev().max_by_key(|lock| lock.mode)
     }
 
     /// The strongest mode the statement takes on any relation, related relations

@@ -92,9 +92,11 @@ pub(crate) fn members(context: &Context<'_>, role: Role, of: &ObjectRef) -> Memb
 /// The members a schema file can declare.
 fn declared(relation: &RelationFacts, role: Role) -> Option<Vec<Member>> {
     match role {
-        Role::DefaultPartition | Role::ReferencedTables | Role::Parent | Role::Descendants => {
-            Some(from_fields(relation, role))
-        }
+        Role::DefaultPartition
+        | Role::ReferencedTables
+        | Role::Parent
+        | Role::Descendants
+        | Role::IndexedTable => Some(from_fields(relation, role)),
         _ => None,
     }
 }

@@ -166,10 +166,11 @@ pub(crate) fn since(context: &Context<'_>, version_num: i32) -> bool {
         .is_none_or(|v| v >= version_num)
 }
 
-/// `ALTER POLICY` on PostgreSQL 16 and later re-reads the policy's expressions even when it only
-/// changes its roles: ACCESS SHARE on the relations they read.
+/// `ALTER POLICY` may re-read the policy's expressions even when it only changes its
+/// roles (seen on PostgreSQL 16 and later, and on 15 when the table's cache entry is
+/// rebuilt): ACCESS SHARE on the relations they read, on every version.
 pub(crate) fn altered_policy(context: &Context<'_>, table: &QualifiedName, b: &mut Builder) {
-    if since(context, 160000) {
+    {
         b.related(
             context,
             Role::PolicyRelations,

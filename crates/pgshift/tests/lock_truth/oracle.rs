@@ -42,7 +42,7 @@ pub struct Oracle {
     pub rels: HashMap<u32, Rel>,
     children: HashMap<u32, Vec<u32>>,
     /// Relations a lock on a table covers (indexes, TOAST table and its index,
-    /// sequences of its columns), by table.
+    /// sequences and composite types of its columns), by table.
     covered: HashMap<u32, Vec<u32>>,
     owned_sequences: HashMap<u32, Vec<u32>>,
     members: HashMap<(Role, ObjectRef), BTreeSet<u32>>,
@@ -120,6 +120,10 @@ impl Oracle {
                    JOIN pg_class s ON s.oid = d.objid AND s.relkind = 'S' \
                   WHERE d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass \
                     AND d.deptype IN ('a', 'i') \
+                 UNION \
+                 SELECT a.attrelid, t.typrelid, false FROM pg_attribute a \
+                   JOIN pg_type t ON t.oid = a.atttypid AND t.typrelid <> 0 \
+                  WHERE NOT a.attisdropped AND a.attnum > 0 \
                  UNION \
                  SELECT a.adrelid, d.refobjid, false FROM pg_attrdef a \
                    JOIN pg_depend d ON d.classid = 'pg_attrdef'::regclass AND d.objid = a.oid \
