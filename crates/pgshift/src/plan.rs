@@ -18,11 +18,12 @@ use std::collections::BTreeSet;
 
 use thiserror::Error;
 
-use crate::catalog::read::{read_snapshot, CatalogError};
+use crate::catalog::read::{read_snapshot_with, CatalogError};
 use crate::catalog::{CatalogSnapshot, Lookup};
 use crate::connect::Session;
 use crate::exec::judge::{judge, JudgeError};
 use crate::exec::schedule::{Schedule, ScheduleOptions, Scheduled};
+use crate::lock::{ObjectClass, ObjectRef};
 use crate::route::Route;
 use crate::script::{analyze, transaction_mode_for, Knowledge, Script, TransactionMode};
 use pgshift_sql::{QualifiedName, Statement};
@@ -106,8 +107,14 @@ pub async fn plan_with(
     default_mode: TransactionMode,
     options: &PlanOptions,
 ) -> Result<Plan, PlanError> {
-    let names = relation_names(&inputs, default_mode);
-    let snapshot = read_snapshot(session.client(), &names, session.user_search_path()).await?;
+    let (names, objects) = relation_names(&inputs, default_mode);
+    let snapshot = read_snapshot_with(
+        session.client(),
+        &names,
+        &objects,
+        session.user_search_path(),
+    )
+    .await?;
     let server_version_num = Some(snapshot.server.version_num);
     let schedule_options = ScheduleOptions {
         allow_blocking: options.allow_blocking.clone(),
@@ -206,16 +213,29 @@ fn push_reason(reasons: &mut Vec<String>, reason: String) {
     }
 }
 
-/// Every relation the inputs lock or create, as written, to look up in one go.
-fn relation_names(inputs: &[PlanInput], default_mode: TransactionMode) -> Vec<QualifiedName> {
+/// Every relation the inputs lock or create, as written, and every other object whose
+/// related relations they lock, to look up in one go.
+fn relation_names(
+    inputs: &[PlanInput],
+    default_mode: TransactionMode,
+) -> (Vec<QualifiedName>, Vec<ObjectRef>) {
     let mut names: BTreeSet<QualifiedName> = BTreeSet::new();
+    let mut objects: BTreeSet<ObjectRef> = BTreeSet::new();
     for input in inputs {
         let mode = transaction_mode_for(&input.statements, default_mode);
         let script = analyze(input.statements.clone(), mode, Knowledge::offline());
         for item in &script.statements {
             names.extend(item.classification.locks.iter().map(|l| l.relation.clone()));
             names.extend(item.classification.created_relations().cloned());
+            for related in &item.classification.related_locks {
+                let of = &related.related_to.of;
+                if of.class == ObjectClass::Relation {
+                    names.insert(of.name.clone());
+                } else {
+                    objects.insert(of.clone());
+                }
+            }
         }
     }
-    names.into_iter().collect()
+    (names.into_iter().collect(), objects.into_iter().collect())
 }

@@ -4,7 +4,8 @@
 use std::fmt::Write;
 
 use pgshift::catalog::{RelationFacts, RelationKind, TriggerEnabled};
-use pgshift::classify::{Classification, WorkClass};
+use pgshift::classify::{Classification, RelatedTo, WorkClass};
+use pgshift::lock::LockMode;
 use pgshift::report::{PlanReport, PlannedStatement};
 use pgshift::route::Route;
 
@@ -63,22 +64,7 @@ fn render_statement(out: &mut String, statement: &PlannedStatement, relations: &
     }
     let _ = writeln!(out, "      route: {}", route_line(&c.route));
     let _ = writeln!(out, "      work:  {}", work_words(c.work));
-    for lock in &c.locks {
-        let facts = relations.iter().find(|r| r.name.matches(&lock.relation));
-        let partitions = match facts {
-            Some(f) if lock.recurses && !f.partitions.is_empty() => {
-                format!(" and its {} partitions", f.partitions.len())
-            }
-            _ => String::new(),
-        };
-        let _ = writeln!(
-            out,
-            "      lock:  {} on {}{partitions}: {}",
-            lock.mode.sql_name(),
-            lock.relation,
-            lock.mode.blocks_description()
-        );
-    }
+    render_locks(out, c, relations);
     for relation in c.locks.iter().filter_map(|lock| {
         relations
             .iter()
@@ -93,6 +79,72 @@ fn render_statement(out: &mut String, statement: &PlannedStatement, relations: &
         let _ = writeln!(out, "      why:   {reason}");
     }
     render_route_details(out, c);
+}
+
+/// The locks: on the relations the statement names, then on related relations (named
+/// ones grouped by their role), then on those only a role describes.
+fn render_locks(out: &mut String, c: &Classification, relations: &[RelationFacts]) {
+    let mut related: Vec<(&RelatedTo, LockMode, Vec<String>)> = Vec::new();
+    for lock in &c.locks {
+        let facts = relations.iter().find(|r| r.name.matches(&lock.relation));
+        let partitions = match facts {
+            Some(f) if lock.recurses && !f.partitions.is_empty() => {
+                format!(" and its {} partitions", f.partitions.len())
+            }
+            _ => String::new(),
+        };
+        if let Some(to) = &lock.related_to {
+            let name = format!("{}{partitions}", lock.relation);
+            match related
+                .iter_mut()
+                .find(|(t, mode, _)| *t == to && *mode == lock.mode)
+            {
+                Some((_, _, names)) => names.push(name),
+                None => related.push((to, lock.mode, vec![name])),
+            }
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "      lock:  {} on {}{partitions}: {}",
+            lock.mode.sql_name(),
+            lock.relation,
+            lock.mode.blocks_description()
+        );
+        if let Some(index_mode) = lock.index_mode {
+            let _ = writeln!(
+                out,
+                "      lock:  {} on each index of {}: {}",
+                index_mode.sql_name(),
+                lock.relation,
+                index_mode.blocks_description()
+            );
+        }
+    }
+    for (to, mode, names) in related {
+        let _ = writeln!(
+            out,
+            "      lock:  {} on {} ({}): {}",
+            mode.sql_name(),
+            names.join(", "),
+            to.role.describe(&to.of),
+            mode.blocks_description()
+        );
+    }
+    for lock in &c.related_locks {
+        let _ = writeln!(
+            out,
+            "      lock:  at most {} on {}{}: {}",
+            lock.mode.sql_name(),
+            lock.description,
+            if lock.recurses {
+                " (and their partitions)"
+            } else {
+                ""
+            },
+            lock.mode.blocks_description()
+        );
+    }
 }
 
 fn render_route_details(out: &mut String, c: &Classification) {

@@ -79,6 +79,7 @@ impl DeclaredSchema {
             },
             relations: self.relations.clone(),
             resolutions,
+            objects: Vec::new(),
         }
     }
 
@@ -353,6 +354,7 @@ fn empty_relation(name: QualifiedName) -> RelationFacts {
         rls_enabled: false,
         rls_forced: false,
         replica_identity: 'd',
+        related: Vec::new(),
     }
 }
 

@@ -7,6 +7,8 @@ use serde::Serialize;
 
 use pgshift_sql::QualifiedName;
 
+use crate::lock::{ObjectClass, ObjectRef, Role};
+
 /// Facts about the server.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ServerFacts {
@@ -304,6 +306,36 @@ pub struct RelationFacts {
     pub rls_forced: bool,
     /// `relreplident`: `d`, `n`, `f`, `i`.
     pub replica_identity: char,
+    /// Relations that stand in a [`Role`] to this one beyond what the fields above say
+    /// (descendants, parents, dependents, rule and policy relations, a view's base
+    /// relations, owned sequences), for stating every lock a statement takes.
+    pub related: Vec<RelatedFacts>,
+}
+
+/// A relation standing in a [`Role`] to a relation or another catalog object.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RelatedFacts {
+    /// How it relates.
+    pub role: Role,
+    /// The related relation.
+    pub name: QualifiedName,
+    /// What it is.
+    pub kind: RelationKind,
+    /// The rule or policy it is related through, for [`Role::RuleRelations`] and
+    /// [`Role::PolicyRelations`].
+    pub via: Option<String>,
+}
+
+/// Facts about a catalog object that is not a relation (a type, a schema, a
+/// publication, a statistics object), as far as locks on relations go.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ObjectFacts {
+    /// The object as written in the input.
+    pub written: ObjectRef,
+    /// Whether it exists (resolved like the server would).
+    pub found: bool,
+    /// The relations related to it.
+    pub related: Vec<RelatedFacts>,
 }
 
 impl RelationFacts {
@@ -341,6 +373,9 @@ pub struct CatalogSnapshot {
     /// Each name as written in the input, and which relation it resolved to (`None`:
     /// no such relation in the search path).
     pub resolutions: Vec<(QualifiedName, Option<usize>)>,
+    /// Objects other than relations that the input names and whose related relations
+    /// a statement locks (types, schemas, publications, statistics).
+    pub objects: Vec<ObjectFacts>,
 }
 
 /// The answer to "what is this name?".
@@ -371,5 +406,12 @@ impl CatalogSnapshot {
             Some((_, None)) => Lookup::Missing,
             None => Lookup::Unknown,
         }
+    }
+
+    /// What the snapshot says about a catalog object that is not a relation: `None`
+    /// when it was not looked up.
+    pub fn object(&self, object: &ObjectRef) -> Option<&ObjectFacts> {
+        debug_assert!(object.class != ObjectClass::Relation);
+        self.objects.iter().find(|o| &o.written == object)
     }
 }

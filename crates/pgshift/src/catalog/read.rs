@@ -76,6 +76,7 @@ mod foreign_keys;
 mod indexes;
 mod locks;
 mod publications;
+mod related;
 mod relation;
 mod resolve;
 mod rows;
@@ -93,6 +94,7 @@ use tokio_postgres::Client;
 pub use error::CatalogError;
 
 use crate::catalog::facts::{CatalogSnapshot, Persistence, RelationFacts, RelationKind};
+use crate::lock::ObjectRef;
 
 /// Reads the server facts and the facts of every relation `names` denote, in one
 /// snapshot.
@@ -119,15 +121,27 @@ pub async fn read_snapshot(
     names: &[QualifiedName],
     user_search_path: &[String],
 ) -> Result<CatalogSnapshot, CatalogError> {
+    read_snapshot_with(client, names, &[], user_search_path).await
+}
+
+/// [`read_snapshot`], also reading the facts of `objects` that are not relations
+/// (types, schemas, publications, statistics objects) in the same snapshot: the
+/// relations a statement on them locks without naming them.
+pub async fn read_snapshot_with(
+    client: &Client,
+    names: &[QualifiedName],
+    objects: &[ObjectRef],
+    user_search_path: &[String],
+) -> Result<CatalogSnapshot, CatalogError> {
     // A lock taken between a query's look at `pg_locks` and its deparsing makes that
     // query wait and give up (55P03); the next read sees the lock and does not wait.
     for _ in 1..READ_ATTEMPTS {
-        match read_once(client, names, user_search_path).await {
+        match read_once(client, names, objects, user_search_path).await {
             Err(CatalogError::LockTimeout { .. }) => continue,
             other => return other,
         }
     }
-    read_once(client, names, user_search_path).await
+    read_once(client, names, objects, user_search_path).await
 }
 
 /// How many times a read that met a lock taken meanwhile is tried.
@@ -136,10 +150,11 @@ const READ_ATTEMPTS: usize = 3;
 async fn read_once(
     client: &Client,
     names: &[QualifiedName],
+    objects: &[ObjectRef],
     user_search_path: &[String],
 ) -> Result<CatalogSnapshot, CatalogError> {
     transaction::begin(client).await?;
-    match read_in_transaction(client, names, user_search_path).await {
+    match read_in_transaction(client, names, objects, user_search_path).await {
         Ok(snapshot) => {
             transaction::commit(client).await?;
             Ok(snapshot)
@@ -154,6 +169,7 @@ async fn read_once(
 async fn read_in_transaction(
     client: &Client,
     names: &[QualifiedName],
+    objects: &[ObjectRef],
     user_search_path: &[String],
 ) -> Result<CatalogSnapshot, CatalogError> {
     let session = server::read(client).await?;
@@ -184,6 +200,15 @@ async fn read_in_transaction(
     });
     let mut publications =
         group(publications::read(client, &publishable, session.server.version_num).await?);
+    let mut related = related::read_for_relations(client, oids).await?;
+    let objects = related::read_objects(
+        client,
+        objects,
+        user_search_path,
+        &session.current_user,
+        session.server.version_num,
+    )
+    .await?;
     let mut columns = group(
         columns
             .into_iter()
@@ -211,11 +236,13 @@ async fn read_in_transaction(
         relation.foreign_keys_in = foreign_keys_in.remove(&oid).unwrap_or_default();
         relation.dependent_views = views.remove(&oid).unwrap_or_default();
         relation.publications = publications.remove(&oid).unwrap_or_default();
+        relation.related = related.remove(&oid).unwrap_or_default();
     }
     Ok(CatalogSnapshot {
         server: session.server,
         relations,
         resolutions: resolved.resolutions,
+        objects,
     })
 }
 

@@ -285,6 +285,7 @@ fn blocking_lock(item: &AnalyzedStatement, index: usize, sink: &mut Sink<'_>) {
         .classification
         .locks
         .iter()
+        .rev() // the first strongest: a relation the statement names before a related one
         .filter(|lock| lock.mode.blocks_writes() && !item.new_relations.contains(&lock.relation))
         .filter(|lock| !is_created_here(item, &lock.relation))
         .max_by_key(|lock| lock.mode);

@@ -111,6 +111,7 @@ fn relation(fields: Fields<'_>) -> Result<RelationFacts, CatalogError> {
         rls_enabled: fields.get("relrowsecurity")?,
         rls_forced: fields.get("relforcerowsecurity")?,
         replica_identity: fields.required_char("relreplident")?,
+        related: Vec::new(),
     })
 }
 

@@ -24,7 +24,7 @@ use pgshift_sql::NodeEnum;
 use crate::classify::expr::{volatility, Volatility};
 use crate::classify::names::{constraint_name_for, range_var_name};
 use crate::classify::steps::{self, StepError};
-use crate::classify::{Builder, ObjectKind, OperationKind, WorkClass};
+use crate::classify::{families, Builder, OperationKind, WorkClass};
 use crate::lock::LockMode;
 use crate::refusal::RefusalCause;
 
@@ -157,12 +157,7 @@ pub(super) fn add_column(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Build
             }
             ConstrType::ConstrForeign => {
                 if let Some(pktable) = &constraint.pktable {
-                    b.lock(
-                        &range_var_name(pktable),
-                        ObjectKind::Table,
-                        LockMode::ShareRowExclusive,
-                        false,
-                    );
+                    families::new_foreign_key(b, &range_var_name(pktable));
                 }
                 if has_default {
                     work = work.max(WorkClass::ScanUnderLock);

@@ -9,7 +9,7 @@ use pgshift_sql::NodeEnum;
 use crate::classify::expr::referenced_columns;
 use crate::classify::names::{constraint_name_for, range_var_name, strings};
 use crate::classify::steps::{self, StepError};
-use crate::classify::{Builder, ObjectKind, OperationKind, WorkClass};
+use crate::classify::{families, Builder, ObjectKind, OperationKind, WorkClass};
 use crate::lock::LockMode;
 use crate::refusal::RefusalCause;
 use crate::route::Step;
@@ -85,12 +85,7 @@ pub(super) fn add_constraint(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut B
         }
         ConstrType::ConstrForeign => {
             if let Some(pktable) = &constraint.pktable {
-                b.lock(
-                    &range_var_name(pktable),
-                    ObjectKind::Table,
-                    LockMode::ShareRowExclusive,
-                    false,
-                );
+                families::new_foreign_key(b, &range_var_name(pktable));
             }
             if named.conname.is_empty() {
                 let columns = strings(&constraint.fk_attrs);
@@ -359,12 +354,7 @@ pub(super) fn validate_constraint(
         WorkClass::ConcurrentBuild,
     );
     b.reason("VALIDATE CONSTRAINT scans under SHARE UPDATE EXCLUSIVE: reads and writes continue");
-    if let Some(fk) = target
-        .facts
-        .and_then(|facts| facts.foreign_keys_out.iter().find(|fk| fk.name == cmd.name))
-    {
-        b.lock(&fk.referenced, ObjectKind::Table, LockMode::RowShare, false);
-    }
+    referenced_by(cmd, target, b, LockMode::RowShare);
     Piece {
         cmd: cmd.clone(),
         mode: LockMode::ShareUpdateExclusive,
@@ -379,20 +369,36 @@ pub(super) fn drop_constraint(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut 
         Some(&cmd.name),
         WorkClass::CatalogOnly,
     );
-    if let Some(fk) = target
-        .facts
-        .and_then(|facts| facts.foreign_keys_out.iter().find(|fk| fk.name == cmd.name))
-    {
-        b.lock(
-            &fk.referenced,
-            ObjectKind::Table,
-            LockMode::AccessExclusive,
-            false,
-        );
+    referenced_by(cmd, target, b, LockMode::AccessExclusive);
+    if cmd.behavior == 2 {
+        cascade(target, b);
     }
     Piece {
         cmd: cmd.clone(),
         mode: LockMode::AccessExclusive,
         plan: Plan::AsWritten,
+    }
+}
+
+/// The table the constraint `cmd` names references, if it is a foreign key, locked in
+/// `mode` (with its partitions): named with facts, by role without.
+fn referenced_by(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder, mode: LockMode) {
+    let Some(facts) = target.facts.filter(|_| !target.declared()) else {
+        b.related(
+            target.context,
+            crate::lock::Role::ReferencedTables,
+            crate::lock::ObjectRef::relation(&target.table),
+            ObjectKind::Table,
+            mode,
+            true,
+        );
+        return;
+    };
+    for fk in facts
+        .foreign_keys_out
+        .iter()
+        .filter(|fk| fk.name == cmd.name)
+    {
+        b.lock(&fk.referenced, ObjectKind::Table, mode, true);
     }
 }
