@@ -364,8 +364,14 @@ fn quiet_says_only_errors_and_the_verdict_verbose_says_more() {
         .stdout
         .contains("  more: pgshift explain table-rewrite\n"));
     assert!(verbose.stdout.contains("  do this: Expand and contract"));
-    let both = lint_stdin(&["-q", "-v"], RISKY);
+    // The usage error comes before stdin is read, so none is given.
+    let both = pgshift(&["-q", "-v", "lint", "-"]);
     assert_eq!(both.code, 1, "-q and -v conflict");
+    assert!(
+        both.stderr.contains("cannot be used with"),
+        "{}",
+        both.stderr
+    );
 }
 
 #[test]
