@@ -357,7 +357,7 @@ fn shell_word(word: &str) -> String {
     let plain = !word.is_empty()
         && word
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-+=,@%".contains(c));
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+=,@%:".contains(c));
     if plain {
         word.to_owned()
     } else {

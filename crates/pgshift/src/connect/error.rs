@@ -91,7 +91,10 @@ pub enum ConnectError {
     /// or password: a missing database (3D000), a server starting up, shutting down
     /// or in recovery (57P03), no free connection slot (53300), no `CONNECT`
     /// privilege (42501), …
-    #[error("server at {endpoint} refused the connection: {}; {next}", ServerWords(source))]
+    #[error(
+        "server at {endpoint} refused the connection: {}; {next}",
+        ServerWords(source)
+    )]
     ServerRefused {
         /// The server that was tried.
         endpoint: String,
@@ -132,7 +135,10 @@ pub enum ConnectError {
     /// The server rejected the role or its credentials (SQLSTATE 28P01 or 28000): a
     /// wrong password, a role that does not exist or may not log in, no
     /// `pg_hba.conf` line for the connection, a failed peer or certificate check.
-    #[error("server at {endpoint} did not accept user \"{user}\": {}; {next}", ServerWords(source))]
+    #[error(
+        "server at {endpoint} did not accept user \"{user}\": {}; {next}",
+        ServerWords(source)
+    )]
     AuthenticationFailed {
         /// The server that was tried.
         endpoint: String,
