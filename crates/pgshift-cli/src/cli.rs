@@ -15,10 +15,18 @@ Exit codes:
 status/resume/abort/cutover: 0 done; 1 failed or could not connect; 2 refused
 (nothing swapped: a busy table, a run in the wrong state, a refusal)";
 
+/// `--version`: the crate version and the git commit it was built from.
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("PGSHIFT_GIT_COMMIT"),
+    ")"
+);
+
 /// pgshift: run any schema change on a live PostgreSQL table the safest way that
 /// exists, or refuse with a reason.
 #[derive(Debug, Parser)]
-#[command(name = "pgshift", version, about, after_help = EXIT_CODES)]
+#[command(name = "pgshift", version = VERSION, about, after_help = EXIT_CODES)]
 pub struct Cli {
     /// The command.
     #[command(subcommand)]
@@ -156,7 +164,9 @@ pub struct CompletionsArgs {
 /// `pgshift status`.
 #[derive(Debug, clap::Args)]
 pub struct StatusArgs {
-    /// libpq connection URL or key=value string.
+    /// libpq connection URL or key=value string. Without it (or PGSHIFT_URL),
+    /// DATABASE_URL; without that, the PG* variables. PG* variables fill in what a
+    /// URL leaves out.
     #[arg(long, env = "PGSHIFT_URL", value_name = "URL", hide_env_values = true)]
     pub url: Option<String>,
     /// Output format.
@@ -167,7 +177,9 @@ pub struct StatusArgs {
 /// `pgshift resume|abort|cutover TABLE`.
 #[derive(Debug, clap::Args)]
 pub struct RunTableArgs {
-    /// libpq connection URL or key=value string.
+    /// libpq connection URL or key=value string. Without it (or PGSHIFT_URL),
+    /// DATABASE_URL; without that, the PG* variables. PG* variables fill in what a
+    /// URL leaves out.
     #[arg(long, env = "PGSHIFT_URL", value_name = "URL", hide_env_values = true)]
     pub url: Option<String>,
     /// The table of the run (`table` or `schema.table`).
@@ -282,8 +294,9 @@ pub struct LintArgs {
 /// `pgshift plan`.
 #[derive(Debug, clap::Args)]
 pub struct PlanArgs {
-    /// libpq connection URL or key=value string; PG* environment variables fill in
-    /// what it leaves out.
+    /// libpq connection URL or key=value string. Without it (or PGSHIFT_URL),
+    /// DATABASE_URL; without that, the PG* variables. PG* variables fill in what a
+    /// URL leaves out.
     #[arg(long, env = "PGSHIFT_URL", value_name = "URL", hide_env_values = true)]
     pub url: Option<String>,
     /// Files or directories to plan.
@@ -369,8 +382,9 @@ impl BudgetArgs {
 /// `pgshift apply`.
 #[derive(Debug, clap::Args)]
 pub struct ApplyArgs {
-    /// libpq connection URL or key=value string; PG* environment variables fill in
-    /// what it leaves out.
+    /// libpq connection URL or key=value string. Without it (or PGSHIFT_URL),
+    /// DATABASE_URL; without that, the PG* variables. PG* variables fill in what a
+    /// URL leaves out.
     #[arg(long, env = "PGSHIFT_URL", value_name = "URL", hide_env_values = true)]
     pub url: Option<String>,
     /// The migration file to apply.
@@ -400,8 +414,9 @@ pub struct ApplyArgs {
 /// `pgshift migrate`.
 #[derive(Debug, clap::Args)]
 pub struct MigrateArgs {
-    /// libpq connection URL or key=value string; PG* environment variables fill in
-    /// what it leaves out.
+    /// libpq connection URL or key=value string. Without it (or PGSHIFT_URL),
+    /// DATABASE_URL; without that, the PG* variables. PG* variables fill in what a
+    /// URL leaves out.
     #[arg(long, env = "PGSHIFT_URL", value_name = "URL", hide_env_values = true)]
     pub url: Option<String>,
     /// The migrations directory.

@@ -52,7 +52,8 @@ async fn run_async(args: &PlanArgs) -> u8 {
         eprintln!("pgshift plan: nothing was planned because an input could not be read or parsed");
         return exit::INPUT_ERROR;
     }
-    let spec = match ConnectionSpec::parse(args.url.as_deref().unwrap_or("")) {
+    let spec = match ConnectionSpec::parse(&super::connection::connection_text(args.url.as_deref()))
+    {
         Ok(spec) => spec,
         Err(err) => {
             eprintln!("pgshift plan: the connection string is not valid: {err}");

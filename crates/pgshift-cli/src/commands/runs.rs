@@ -91,7 +91,7 @@ struct RunCommandReport<'a, T: Serialize> {
 }
 
 fn spec_of(command: &str, url: Option<&str>) -> Option<ConnectionSpec> {
-    match ConnectionSpec::parse(url.unwrap_or("")) {
+    match ConnectionSpec::parse(&super::connection::connection_text(url)) {
         Ok(spec) => Some(spec),
         Err(err) => {
             eprintln!("pgshift {command}: the connection string is not valid: {err}");
