@@ -352,6 +352,33 @@ pub async fn active_for(client: &Client, source_oid: u32) -> Result<Option<RunRe
     row.as_ref().map(record).transpose()
 }
 
+/// The number and phase of the active run of a table, read without creating anything
+/// (no run table yet: no run).
+pub async fn active_id(
+    client: &Client,
+    source_oid: u32,
+) -> Result<Option<(i64, String)>, CasError> {
+    let exists = client
+        .query_one(
+            "SELECT pg_catalog.to_regclass('pgshift.runs') IS NOT NULL",
+            &[],
+        )
+        .await
+        .map_err(db("looking for the run table"))?;
+    if !exists.get::<_, bool>(0) {
+        return Ok(None);
+    }
+    let row = client
+        .query_opt(
+            "SELECT id, phase FROM pgshift.runs WHERE source_oid OPERATOR(pg_catalog.=) $1 \
+               AND phase OPERATOR(pg_catalog.<>) ALL ('{done,aborted}'::pg_catalog.text[]) ORDER BY id DESC LIMIT 1",
+            &[&source_oid],
+        )
+        .await
+        .map_err(db("reading the run"))?;
+    Ok(row.map(|r| (r.get(0), r.get(1))))
+}
+
 /// Every run, newest first (at most `limit`).
 pub async fn all(client: &Client, limit: i64) -> Result<Vec<RunRecord>, CasError> {
     let exists = client
