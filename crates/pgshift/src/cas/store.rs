@@ -138,14 +138,22 @@ fn db(what: &'static str) -> impl FnOnce(tokio_postgres::Error) -> CasError {
     move |e| CasError::db(what, e)
 }
 
-/// Creates the runs table when missing.
+/// Creates the runs table when missing. Runs starting at once on different tables of
+/// a fresh database would race `CREATE … IF NOT EXISTS` (which is not atomic: the
+/// loser fails on the catalog's unique index), so they take turns on a transaction
+/// advisory lock.
 pub async fn ensure(client: &Client) -> Result<(), CasError> {
-    client
+    let result = client
         .batch_execute(&format!(
-            "BEGIN; SET LOCAL lock_timeout = 2000; {ENSURE} COMMIT;"
+            "BEGIN; SET LOCAL lock_timeout = 2000; \
+             SELECT pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended('pgshift.ensure', 0)); \
+             {ENSURE} COMMIT;"
         ))
-        .await
-        .map_err(db("creating pgshift.runs"))
+        .await;
+    if result.is_err() {
+        let _ = client.batch_execute("ROLLBACK").await;
+    }
+    result.map_err(db("creating pgshift.runs"))
 }
 
 /// Records a new run and returns its number. Fails (unique index) when the table has

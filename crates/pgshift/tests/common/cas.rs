@@ -98,6 +98,23 @@ pub fn value(db: &str, sql: &str) -> String {
     cluster().psql(db, sql).expect("query").trim().to_owned()
 }
 
+/// A copy of `db` made by the server (`CREATE DATABASE … TEMPLATE`), named
+/// `{db}_{suffix}`: the oracle's side of a comparison. Retried while another session
+/// (autovacuum) is briefly connected to `db`.
+pub fn clone_database(db: &str, suffix: &str) -> String {
+    let name = format!("{db}_{suffix}");
+    for _ in 0..50 {
+        match cluster().psql("postgres", &format!("CREATE DATABASE {name} TEMPLATE {db}")) {
+            Ok(_) => return name,
+            Err(e) if e.to_string().contains("being accessed by other users") => {
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            Err(e) => panic!("cloning {db}: {e}"),
+        }
+    }
+    panic!("{db} stayed in use; it could not be cloned")
+}
+
 /// How many runs are recorded (none when the engine's run table was never created:
 /// a refusal before anything is recorded creates nothing).
 pub fn runs_recorded(db: &str) -> i64 {

@@ -213,6 +213,7 @@ async fn create_in_transaction(
         1,
     )?;
     run(client, "creating the shadow", &create).await?;
+    sequences::restore_identity_types(client, plan, &scratch).await?;
     for (partition, relation) in plan.source.partitions.iter().zip(&tree[1..]) {
         let sql = checked(
             format!(
