@@ -115,6 +115,9 @@ refusal_causes! {
     /// is `FORCE`d): the run's reads would see only the rows the policies show, and the
     /// swap would drop the others.
     RowSecurityApplies = "row-security-applies", Unsafe;
+    /// The file system the run would write the shadow (or WAL) to has less free space
+    /// than the run's estimated need.
+    InsufficientDiskSpace = "insufficient-disk-space", Unsafe;
 }
 
 impl fmt::Display for RefusalCause {

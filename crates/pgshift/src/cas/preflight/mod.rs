@@ -1,12 +1,15 @@
 //! Everything a run checks before anything is recorded, as one read-only function that
 //! `apply` (through [`crate::cas::start_request`]) and `plan` can both call: the role's
 //! privileges, a run already recorded for the table, what the swap cannot carry, row
-//! security that would filter the engine's reads, ownership of every object the swap
-//! alters, a key the capture can compare, and free disk where it can be measured.
+//! security that would filter the engine's reads (`row_security`), ownership of every
+//! object the swap alters (`owners`), a key the capture can compare, and free disk
+//! where it can be measured (`disk`).
 //!
 //! Nothing here writes: the only statements sent are catalog reads and a type probe
 //! (`SELECT NULL::t = NULL::t`).
 
+mod disk;
+mod owners;
 mod row_security;
 
 use tokio_postgres::Client;
@@ -19,6 +22,7 @@ use super::store;
 use crate::refusal::{Refusal, RefusalCause};
 use pgshift_sql::{quote_ident, QualifiedName, Statement};
 
+pub use disk::DiskCheck;
 pub(crate) use row_security::check_shadow as check_shadow_row_security;
 
 /// What the preflight read, for the run to start from.
@@ -26,6 +30,8 @@ pub(crate) use row_security::check_shadow as check_shadow_row_security;
 pub struct Preflight {
     /// The source, read in one snapshot.
     pub facts: SourceFacts,
+    /// Free disk: measured and enough, or why it could not be measured.
+    pub disk: DiskCheck,
 }
 
 /// Checks, without writing anything, that a run of `statement` on the table with OID
@@ -47,10 +53,12 @@ pub async fn preflight(
     let facts = source::read(client, oid).await?;
     structure(&facts)?;
     row_security::check(client, &facts, statement).await?;
+    owners::check(client, oid).await?;
     if let Some(key) = &facts.key {
         probe_key_equality(client, key, &facts.table.name).await?;
     }
-    Ok(Preflight { facts })
+    let disk = disk::check(client, oid, statement).await?;
+    Ok(Preflight { facts, disk })
 }
 
 /// What a run refuses from the source's shape alone.
