@@ -10,7 +10,9 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
-use common::cas::{artifacts, ensure_roles, options, run_as, runs_recorded, spec_as, value};
+use common::cas::{
+    artifacts, ensure_roles, options, run_as, runs_recorded, server_version, spec_as, value,
+};
 use common::*;
 use pgshift::cas::{self, CasError, CasProgress, Mode, Phase};
 use pgshift::refusal::RefusalCause;
@@ -22,8 +24,11 @@ static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 const SCHEMA: &str = "
 CREATE SCHEMA shop;
-CREATE TABLE shop.orders (id bigint PRIMARY KEY, qty int NOT NULL, note text);
-INSERT INTO shop.orders SELECT g, g % 50, 'order ' || g FROM generate_series(1, 3000) g;
+CREATE TABLE shop.customers (id bigint PRIMARY KEY);
+INSERT INTO shop.customers SELECT g FROM generate_series(1, 10) g;
+CREATE TABLE shop.orders (id bigint PRIMARY KEY, qty int NOT NULL, note text,
+                          customer_id bigint REFERENCES shop.customers (id));
+INSERT INTO shop.orders SELECT g, g % 50, 'order ' || g, g % 10 + 1 FROM generate_series(1, 3000) g;
 CREATE STATISTICS shop.orders_stats (ndistinct) ON qty, note FROM shop.orders;
 CREATE TABLE shop.lines (id bigint PRIMARY KEY, order_id bigint REFERENCES shop.orders (id));
 CREATE VIEW shop.big_orders AS SELECT id, qty FROM shop.orders WHERE qty > 40;
@@ -36,9 +41,40 @@ ALTER VIEW shop.big_orders OWNER TO pf_owner;
 ALTER STATISTICS shop.orders_stats OWNER TO pf_owner;
 GRANT USAGE, CREATE ON SCHEMA shop TO pf_owner, pf_other;
 ALTER FUNCTION shop.touch() OWNER TO pf_other;
+ALTER TABLE shop.customers OWNER TO pf_other;
+GRANT REFERENCES ON shop.customers TO pf_owner;
 ";
 
 const ALTER: &str = "ALTER TABLE shop.orders ALTER COLUMN qty TYPE bigint";
+
+/// An in-place tablespace (a directory under `pg_tblspc`, whose location the server
+/// gives relative to the data directory), made once per cluster; `false` before
+/// PostgreSQL 15, which has no in-place tablespaces.
+async fn in_place_tablespace() -> bool {
+    if server_version("postgres") < 150_000 {
+        return false;
+    }
+    let client = client("postgres").await;
+    let made = client
+        .query_one(
+            "SELECT count(*) FROM pg_tablespace WHERE spcname = 'pf_space'",
+            &[],
+        )
+        .await
+        .expect("tablespaces")
+        .get::<_, i64>(0);
+    if made == 0 {
+        client
+            .batch_execute("SET allow_in_place_tablespaces = on")
+            .await
+            .expect("in-place tablespaces");
+        client
+            .batch_execute("CREATE TABLESPACE pf_space LOCATION ''")
+            .await
+            .expect("tablespace");
+    }
+    true
+}
 
 fn orders() -> QualifiedName {
     QualifiedName::qualified("shop", "orders")
@@ -104,10 +140,20 @@ async fn inv_co_9_what_the_swap_alters_is_checked_before_anything_is_recorded() 
             &format!("GRANT CREATE ON DATABASE {db} TO pf_owner, pf_other"),
         )
         .expect("grants");
-    // Each object the swap would alter, in turn given to another role: refused
-    // naming it, its owner and the fix; then given back. (The publication alone used
-    // to fail with 42501 at the swap, after the whole copy.)
-    for (object, other_sql, back_sql, fix) in [
+    let tablespace = in_place_tablespace().await;
+    if tablespace {
+        cluster()
+            .psql(
+                &db,
+                "CREATE INDEX orders_note ON shop.orders (note) TABLESPACE pf_space; \
+                 GRANT CREATE ON TABLESPACE pf_space TO pf_owner",
+            )
+            .expect("an index in a tablespace");
+    }
+    let mut cases = vec![
+        // Each object the swap would alter, in turn given to another role: refused
+        // naming it, its owner and the fix; then given back. (The publication alone used
+        // to fail with 42501 at the swap, after the whole copy.)
         (
             "publication orders_pub",
             "ALTER PUBLICATION orders_pub OWNER TO pf_other",
@@ -138,7 +184,23 @@ async fn inv_co_9_what_the_swap_alters_is_checked_before_anything_is_recorded() 
             "GRANT EXECUTE ON FUNCTION shop.touch() TO PUBLIC",
             "GRANT EXECUTE ON FUNCTION shop.touch() TO pf_owner",
         ),
-    ] {
+        (
+            "REFERENCES on table shop.customers",
+            "REVOKE REFERENCES ON shop.customers FROM pf_owner",
+            "GRANT REFERENCES ON shop.customers TO pf_owner",
+            "GRANT REFERENCES ON TABLE shop.customers TO pf_owner",
+        ),
+    ];
+    if tablespace {
+        // Owned by the superuser, who is the "other role" here.
+        cases.push((
+            "CREATE on tablespace pf_space",
+            "REVOKE CREATE ON TABLESPACE pf_space FROM pf_owner",
+            "GRANT CREATE ON TABLESPACE pf_space TO pf_owner",
+            "GRANT CREATE ON TABLESPACE pf_space TO pf_owner",
+        ));
+    }
+    for (object, other_sql, back_sql, fix) in cases {
         cluster()
             .psql(&db, other_sql)
             .expect("given to another role");
@@ -147,10 +209,12 @@ async fn inv_co_9_what_the_swap_alters_is_checked_before_anything_is_recorded() 
             RefusalCause::MissingPrivilege,
         );
         assert!(message.contains(object), "{object}: {message}");
-        assert!(
-            message.contains("pf_other"),
-            "{object}: the owner: {message}"
-        );
+        let owner = if object.contains("tablespace") {
+            cluster().superuser()
+        } else {
+            "pf_other"
+        };
+        assert!(message.contains(owner), "{object}: the owner: {message}");
         assert!(message.contains(fix), "{object}: the fix: {message}");
         untouched(&db);
         cluster().psql(&db, back_sql).expect("given back");
@@ -180,6 +244,13 @@ async fn inv_co_9_what_the_swap_alters_is_checked_before_anything_is_recorded() 
         "1"
     );
     assert_eq!(value(&db, "SELECT count(*) FROM shop.orders"), "3000");
+    if tablespace {
+        assert_eq!(
+            value(&db, "SELECT t.spcname FROM pg_class c JOIN pg_tablespace t ON t.oid = c.reltablespace WHERE c.oid = 'shop.orders_note'::regclass"),
+            "pf_space",
+            "the index is made again in its tablespace"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -191,6 +262,16 @@ async fn free_disk_is_measured_where_it_can_be_and_a_run_that_would_not_fit_is_r
          CREATE TABLE shop.orders (id bigint PRIMARY KEY, qty int NOT NULL, note text);
          INSERT INTO shop.orders SELECT g, g % 50, repeat('x', 200) FROM generate_series(1, 3000) g;",
     );
+    // An index in an in-place tablespace: its location is relative to the data
+    // directory, and measured there.
+    if in_place_tablespace().await {
+        cluster()
+            .psql(
+                &db,
+                "CREATE INDEX orders_note ON shop.orders (note) TABLESPACE pf_space",
+            )
+            .expect("an index in a tablespace");
+    }
     // The embedded cluster is on this host, over a Unix socket, and the superuser may
     // read data_directory: measured.
     std::env::set_var("PGSHIFT_DISK_MARGIN_PERCENT", "100000000000");

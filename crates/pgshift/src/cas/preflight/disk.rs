@@ -18,8 +18,6 @@ use tokio_postgres::Client;
 
 use crate::cas::error::CasError;
 use crate::refusal::{Refusal, RefusalCause};
-use pgshift_sql::ast::AlterTableType;
-use pgshift_sql::{NodeEnum, Statement};
 
 /// The default margin on the copied bytes, in percent.
 const MARGIN_PERCENT: u64 = 25;
@@ -66,21 +64,6 @@ impl DiskCheck {
     }
 }
 
-/// The tablespace a `SET TABLESPACE` subcommand of `statement` names.
-fn target_tablespace(statement: &Statement) -> Option<String> {
-    let NodeEnum::AlterTableStmt(stmt) = &statement.node else {
-        return None;
-    };
-    stmt.cmds.iter().rev().find_map(|cmd| match &cmd.node {
-        Some(NodeEnum::AlterTableCmd(cmd))
-            if cmd.subtype == AlterTableType::AtSetTableSpace as i32 =>
-        {
-            Some(cmd.name.clone())
-        }
-        _ => None,
-    })
-}
-
 fn margin_percent() -> u64 {
     std::env::var("PGSHIFT_DISK_MARGIN_PERCENT")
         .ok()
@@ -122,6 +105,16 @@ fn free_space(_path: &Path) -> Result<(u64, u64), String> {
     Err("free space is measured on Unix hosts only".to_owned())
 }
 
+/// The server's address (`inet_server_addr()`, as `host/prefix`) when it is not a
+/// loopback one; NULL (a Unix socket) never comes here.
+fn remote_host(address: &str) -> Option<&str> {
+    let host = address.split('/').next().unwrap_or_default();
+    let loopback = host
+        .parse::<std::net::IpAddr>()
+        .is_ok_and(|ip| ip.is_loopback());
+    (!loopback).then_some(host)
+}
+
 fn gib(bytes: u64) -> String {
     format!("{:.2} GiB", bytes as f64 / (1u64 << 30) as f64)
 }
@@ -131,7 +124,7 @@ fn gib(bytes: u64) -> String {
 pub(super) async fn check(
     client: &Client,
     table_oid: u32,
-    statement: &Statement,
+    target: Option<&str>,
 ) -> Result<DiskCheck, CasError> {
     let db = |what: &'static str| move |e| CasError::db(what, e);
     let row = client
@@ -150,16 +143,10 @@ pub(super) async fn check(
         Option<i64>,
         String,
     ) = (row.get(0), row.get(1), row.get(2), row.get(3));
-    if let Some(address) = &address {
-        let host = address.split('/').next().unwrap_or_default();
-        let loopback = host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback());
-        if !loopback {
-            return Ok(DiskCheck::NotChecked(format!(
-                "the server is reached over the network ({host}), not on this host"
-            )));
-        }
+    if let Some(host) = address.as_deref().and_then(remote_host) {
+        return Ok(DiskCheck::NotChecked(format!(
+            "the server is reached over the network ({host}), not on this host"
+        )));
     }
     let Some(data_directory) = data_directory else {
         return Ok(DiskCheck::NotChecked(format!(
@@ -167,7 +154,6 @@ pub(super) async fn check(
         )));
     };
     let data_directory = PathBuf::from(data_directory);
-    let target = target_tablespace(statement);
     let sizes = client
         .query(SIZES, &[&table_oid, &target])
         .await
@@ -180,10 +166,12 @@ pub(super) async fn check(
         let (bytes, location): (i64, String) = (row.get(1), row.get(2));
         let bytes = u64::try_from(bytes).unwrap_or(0);
         total = total.saturating_add(bytes);
+        // An in-place tablespace's location is relative to the data directory
+        // (`pg_tblspc/<oid>`); `join` keeps an absolute one as it is.
         let path = if location.is_empty() {
             data_directory.clone()
         } else {
-            PathBuf::from(location)
+            data_directory.join(location)
         };
         let (free, device) = match free_space(&path) {
             Ok(found) => found,
@@ -192,7 +180,7 @@ pub(super) async fn check(
         let entry = need.entry(device).or_insert((0, free, path));
         entry.0 = entry
             .0
-            .saturating_add(bytes.saturating_mul(100 + margin) / 100);
+            .saturating_add(bytes.saturating_mul(margin.saturating_add(100)) / 100);
     }
     let wal_dir = data_directory.join("pg_wal");
     let (wal_free, wal_device) = match free_space(&wal_dir) {
@@ -229,4 +217,19 @@ pub(super) async fn check(
         ));
     }
     Ok(DiskCheck::Checked(lines.join("; ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::remote_host;
+
+    #[test]
+    fn only_a_loopback_address_counts_as_this_host() {
+        assert_eq!(remote_host("127.0.0.1/32"), None);
+        assert_eq!(remote_host("127.0.0.2/32"), None);
+        assert_eq!(remote_host("::1/128"), None);
+        assert_eq!(remote_host("10.1.2.3/32"), Some("10.1.2.3"));
+        assert_eq!(remote_host("fe80::1/64"), Some("fe80::1"));
+        assert_eq!(remote_host("not an address"), Some("not an address"));
+    }
 }

@@ -20,7 +20,8 @@ use super::privileges;
 use super::source::{self, SourceFacts};
 use super::store;
 use crate::refusal::{Refusal, RefusalCause};
-use pgshift_sql::{quote_ident, QualifiedName, Statement};
+use pgshift_sql::ast::AlterTableType;
+use pgshift_sql::{quote_ident, NodeEnum, QualifiedName, Statement};
 
 pub use disk::DiskCheck;
 pub(crate) use row_security::check_shadow as check_shadow_row_security;
@@ -53,12 +54,28 @@ pub async fn preflight(
     let facts = source::read(client, oid).await?;
     structure(&facts)?;
     row_security::check(client, &facts, statement).await?;
-    owners::check(client, oid).await?;
+    let target = target_tablespace(statement);
+    owners::check(client, oid, target.as_deref()).await?;
     if let Some(key) = &facts.key {
         probe_key_equality(client, key, &facts.table.name).await?;
     }
-    let disk = disk::check(client, oid, statement).await?;
+    let disk = disk::check(client, oid, target.as_deref()).await?;
     Ok(Preflight { facts, disk })
+}
+
+/// The tablespace a `SET TABLESPACE` subcommand of `statement` names.
+fn target_tablespace(statement: &Statement) -> Option<String> {
+    let NodeEnum::AlterTableStmt(stmt) = &statement.node else {
+        return None;
+    };
+    stmt.cmds.iter().rev().find_map(|cmd| match &cmd.node {
+        Some(NodeEnum::AlterTableCmd(cmd))
+            if cmd.subtype == AlterTableType::AtSetTableSpace as i32 =>
+        {
+            Some(cmd.name.clone())
+        }
+        _ => None,
+    })
 }
 
 /// What a run refuses from the source's shape alone.

@@ -3,7 +3,8 @@
 //! item 5). The swap renames the table's partitions, indexes, sequences and extended
 //! statistics, hands owned sequences to the new table, re-points the foreign keys of
 //! other tables, recreates dependent views and the user triggers, and moves
-//! publication membership; the shadow's relations are given the source's owners.
+//! publication membership; the shadow's relations are given the source's owners and
+//! made in the source's tablespaces, with the table's own foreign keys made again.
 //! Policies and grants are made on the shadow by the table's owner's rights alone.
 
 use tokio_postgres::Client;
@@ -61,9 +62,13 @@ SELECT o.kind, o.name, pg_catalog.pg_get_userbyid(o.owner)::pg_catalog.text, o.w
  WHERE NOT pg_catalog.pg_has_role(o.owner, 'USAGE') {owner_change}
  ORDER BY o.kind, o.name LIMIT 1";
 
-/// What else the swap needs beyond ownership, with `$1` the table's OID: `EXECUTE` on
-/// the functions of the triggers it recreates, `CREATE` in the schemas of the extended
-/// statistics it creates again. `(what, name, owner, why, grant)`.
+/// What else the shadow and the swap need beyond ownership, with `$1` the table's OID
+/// and `$2` the tablespace a `SET TABLESPACE` names (or NULL): `EXECUTE` on the
+/// functions of the triggers it recreates, `CREATE` in the schemas of the extended
+/// statistics it creates again, `REFERENCES` on the columns the table's own foreign
+/// keys reference (made again on the shadow), `CREATE` on the tablespaces the shadow's
+/// relations are made in (other than the database's default one, which needs none).
+/// `(what, name, owner, why, grant)`.
 const RIGHTS: &str = "
 WITH tree AS (
     SELECT $1::pg_catalog.oid AS oid
@@ -81,6 +86,29 @@ SELECT 'CREATE on schema', pg_catalog.quote_ident(n.nspname), pg_catalog.pg_get_
   FROM pg_catalog.pg_statistic_ext s JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) s.stxnamespace
  WHERE s.stxrelid OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT oid FROM tree))
    AND NOT pg_catalog.has_schema_privilege(n.oid, 'CREATE')
+UNION ALL
+SELECT 'REFERENCES on table', con.confrelid::pg_catalog.regclass::pg_catalog.text, pg_catalog.pg_get_userbyid(c.relowner)::pg_catalog.text,
+       pg_catalog.format('the shadow gets a copy of foreign key %I, which references it', con.conname),
+       pg_catalog.format('GRANT REFERENCES ON TABLE %s TO %I', con.confrelid::pg_catalog.regclass, CURRENT_USER)
+  FROM pg_catalog.pg_constraint con JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) con.confrelid
+ WHERE con.contype OPERATOR(pg_catalog.=) 'f' AND con.conrelid OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT oid FROM tree))
+   AND NOT con.confrelid OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT oid FROM tree))
+   AND EXISTS (SELECT FROM pg_catalog.unnest(con.confkey) k(attnum)
+                WHERE NOT pg_catalog.has_column_privilege(con.confrelid, k.attnum, 'REFERENCES'))
+UNION ALL
+SELECT 'CREATE on tablespace', pg_catalog.quote_ident(t.spcname), pg_catalog.pg_get_userbyid(t.spcowner)::pg_catalog.text,
+       'the shadow''s copies are made there',
+       pg_catalog.format('GRANT CREATE ON TABLESPACE %I TO %I', t.spcname, CURRENT_USER)
+  FROM pg_catalog.pg_tablespace t
+ WHERE (t.oid OPERATOR(pg_catalog.=) ANY (ARRAY(
+            SELECT c.reltablespace FROM tree JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) tree.oid
+            UNION ALL
+            SELECT ic.reltablespace FROM tree JOIN pg_catalog.pg_index i ON i.indrelid OPERATOR(pg_catalog.=) tree.oid
+              JOIN pg_catalog.pg_class ic ON ic.oid OPERATOR(pg_catalog.=) i.indexrelid))
+        OR t.spcname OPERATOR(pg_catalog.=) $2::pg_catalog.text)
+   AND t.oid OPERATOR(pg_catalog.<>) (SELECT d.dattablespace FROM pg_catalog.pg_database d
+                                       WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+   AND NOT pg_catalog.has_tablespace_privilege(t.oid, 'CREATE')
  LIMIT 1";
 
 fn refused(message: String) -> CasError {
@@ -88,7 +116,12 @@ fn refused(message: String) -> CasError {
 }
 
 /// Refuses a run whose swap would alter an object the role may not alter.
-pub(super) async fn check(client: &Client, table_oid: u32) -> Result<(), CasError> {
+/// `target` is the tablespace a `SET TABLESPACE` of the statement names.
+pub(super) async fn check(
+    client: &Client,
+    table_oid: u32,
+    target: Option<&str>,
+) -> Result<(), CasError> {
     let row = client
         .query_one(
             "SELECT CURRENT_USER::pg_catalog.text, pg_catalog.current_setting('server_version_num')::pg_catalog.int4, \
@@ -132,7 +165,7 @@ pub(super) async fn check(client: &Client, table_oid: u32) -> Result<(), CasErro
         }));
     }
     if let Some(row) = client
-        .query_opt(RIGHTS, &[&table_oid])
+        .query_opt(RIGHTS, &[&table_oid, &target])
         .await
         .map_err(|e| CasError::db("reading what the swap needs", e))?
     {
