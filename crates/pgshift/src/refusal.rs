@@ -128,6 +128,14 @@ refusal_causes! {
     /// `ADD COLUMN … NOT NULL` with no default on a table that has rows: every existing
     /// row would hold NULL, so PostgreSQL rejects it.
     NullInExistingRows = "null-in-existing-rows", Invalid;
+    /// Row-level security applies to the connecting role on the table (enabled, and
+    /// the role is neither a superuser nor `BYPASSRLS`, and not its owner or the table
+    /// is `FORCE`d): the run's reads would see only the rows the policies show, and the
+    /// swap would drop the others.
+    RowSecurityApplies = "row-security-applies", Unsafe;
+    /// The file system the run would write the shadow (or WAL) to has less free space
+    /// than the run's estimated need.
+    InsufficientDiskSpace = "insufficient-disk-space", Unsafe;
 }
 
 impl fmt::Display for RefusalCause {

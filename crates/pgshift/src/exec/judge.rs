@@ -88,7 +88,7 @@ async fn check_unit(
     search_path: &[String],
 ) -> Result<Option<Refusal>, JudgeError> {
     if let Some(table) = &unit.copy_and_swap {
-        return copy_and_swap_preflight(client, table, search_path).await;
+        return copy_and_swap_preflight(client, unit, table, search_path).await;
     }
     for step in unit.steps.iter().filter(|step| !step.transactional) {
         let guard = IndexGuard::for_step(client, &step.sql, search_path)
@@ -117,13 +117,15 @@ async fn check_unit(
 }
 
 /// The copy-and-swap checks of a run on `table` that come before it records
-/// anything: the role's privileges, an active (stopped or running) run on the table,
-/// and what the swap cannot carry.
+/// anything ([`cas::preflight_read_only`]): the role's privileges, an active (stopped
+/// or running) run on the table, what the swap cannot carry, row security, ownership
+/// of what the swap alters, the key's equality operator and free disk.
 ///
 /// This is the one place where `plan` and `apply` ask copy-and-swap whether a run
 /// would start: checks added to copy-and-swap's own preflight belong here too.
 async fn copy_and_swap_preflight(
     client: &Client,
+    unit: &Unit,
     table: &QualifiedName,
     search_path: &[String],
 ) -> Result<Option<Refusal>, JudgeError> {
@@ -131,13 +133,21 @@ async fn copy_and_swap_preflight(
         // A table created earlier in the same input: nothing to check yet.
         return Ok(None);
     };
+    let sql = unit.steps.first().map_or("", |step| step.sql.as_str());
+    let parsed = pgshift_sql::parse(sql).map_err(|e| JudgeError::Read {
+        what: "the statement routed to copy-and-swap",
+        message: e.to_string(),
+    })?;
+    let Some(statement) = parsed.first() else {
+        return Ok(None);
+    };
     let read_source = !locked_elsewhere(client, oid).await?;
-    let mut checked = cas::run::preflight_read_only(client, oid, read_source).await;
+    let mut checked = cas::preflight_read_only(client, oid, statement, read_source).await;
     if matches!(&checked, Err(CasError::Database { sqlstate: Some(code), .. })
         if code == SqlState::LOCK_NOT_AVAILABLE.code())
     {
         // Locked in the meantime: the run itself meets that lock within its budget.
-        checked = cas::run::preflight_read_only(client, oid, false).await;
+        checked = cas::preflight_read_only(client, oid, statement, false).await;
     }
     match checked {
         Ok(()) => Ok(None),

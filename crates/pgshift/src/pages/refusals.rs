@@ -223,5 +223,25 @@ ALTER TABLE t DROP CONSTRAINT t_c_not_null;",
             "SET lock_timeout = '2s';\nSELECT pg_size_pretty(pg_total_relation_size('t'));  -- how long the blocking form would hold its lock grows with this",
             "pgshift never runs such a step and calls it online (LK-6): it runs only when `--allow-blocking` names its table, and then reports it as blocking.",
         ),
+        RefusalCause::RowSecurityApplies => page(
+            "Row-level security applies to the connecting role on the table: the run's reads would see only the rows its policies show.",
+            "The table has row-level security enabled, and the connecting role is neither a superuser nor `BYPASSRLS`, and either does not own the table or the table is `FORCE`d; copy-and-swap reads the table to copy and verify it, and runs its sessions with `row_security = off`, under which PostgreSQL raises rather than filter.",
+            "Reads through a policy see part of the table; a copy and a verification that both saw the same part would agree, and the swap would drop every row they did not see.",
+            "Connect as a superuser or a `BYPASSRLS` role that owns the table, or, as the owner, turn `FORCE` off for the run and on again after it, then run again.",
+            "ALTER ROLE app_owner BYPASSRLS;  -- as a superuser\n\
+-- or, as the table's owner, for the run only:\n\
+ALTER TABLE t NO FORCE ROW LEVEL SECURITY;\n\
+-- … pgshift apply …\n\
+ALTER TABLE t FORCE ROW LEVEL SECURITY;",
+            "pgshift checks row security before a run is recorded, and again on the shadow once the statement has run on it (SE-3).",
+        ),
+        RefusalCause::InsufficientDiskSpace => page(
+            "The file system the run would write the shadow (or WAL) to has less free space than the run's estimated need.",
+            "Copy-and-swap writes a second copy of the table and its indexes (plus the WAL of that copy) before it drops the old one; pgshift measured the free space where the server lets it and found less than that need plus a margin (`PGSHIFT_DISK_MARGIN_PERCENT`).",
+            "A disk that fills during the copy stops every writer of the database, not just the run.",
+            "Free space on that file system, or move the table to a tablespace with room (`SET TABLESPACE` in the statement), then run again.",
+            "SELECT pg_size_pretty(pg_total_relation_size('t'));  -- what the copy needs, before the margin",
+            "pgshift measures free disk before a run is recorded, and says so when the server does not let it measure.",
+        ),
     }
 }
