@@ -274,3 +274,44 @@ GRANT CREATE ON SCHEMA public TO rls_owner;
         "row security of the tree",
     );
 }
+
+/// `plan` gives the verdict the run gives: the FORCEd owner's rewrite is refused with
+/// `row-security-applies` by `plan` too (it used to say "runnable"), and the same
+/// statement is planned runnable once FORCE is off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plan_refuses_what_row_security_would_filter() {
+    let db = database_for("cas_rls_plan", SCHEMA);
+    let planned_cause = |db: String| async move {
+        let session = pgshift::connect::connect(
+            &spec_as(&db, "rls_owner"),
+            &pgshift::cas::session::RUN_SESSION,
+        )
+        .await
+        .expect("a session as the owner");
+        let planned = pgshift::plan::plan(
+            &session,
+            vec![pgshift::plan::PlanInput {
+                path: "rls.sql".to_owned(),
+                statements: pgshift_sql::parse(ALTER).expect("parses"),
+            }],
+            pgshift::script::TransactionMode::Statement,
+        )
+        .await
+        .expect("plans");
+        planned.files[0]
+            .script
+            .statements
+            .iter()
+            .find_map(|s| s.classification.route.refusal())
+            .map(|r| r.cause)
+    };
+    assert_eq!(
+        planned_cause(db.clone()).await,
+        Some(RefusalCause::RowSecurityApplies)
+    );
+    assert_eq!(runs_recorded(&db), 0, "plan records nothing");
+    cluster()
+        .psql(&db, "ALTER TABLE rls NO FORCE ROW LEVEL SECURITY")
+        .expect("no force");
+    assert_eq!(planned_cause(db.clone()).await, None);
+}
