@@ -56,7 +56,7 @@ pub fn dependents_recreated(
 }
 
 /// Every line-level allowance.
-pub const ALLOWANCES: &[Allowance] = &[IDENTITY_SEQUENCE_TYPE];
+pub const ALLOWANCES: &[Allowance] = &[IDENTITY_SEQUENCE_TYPE, PARTITION_FOREIGN_KEY_CLONES];
 
 /// Temporary (issue 9 item 2, being fixed on the `cas-trust` branch): the identity
 /// sequence of an `int` column comes out of copy-and-swap `AS bigint` with the `int`
@@ -105,3 +105,22 @@ pub fn applicable(shape: &Shape, form: Form) -> Vec<&'static Allowance> {
         .filter(|a| (a.applies)(shape, form))
         .collect()
 }
+
+/// A foreign key pointing at a partitioned table has one clone per partition (on the
+/// referencing table, `conparentid` the key). The swap re-points the key `NOT VALID`
+/// and validates it after commit: PostgreSQL's `VALIDATE CONSTRAINT` checks every row
+/// but marks only the key validated, not its clones. Only `validated=` (and the
+/// `NOT VALID` in the definition) of those clones is blanked.
+const PARTITION_FOREIGN_KEY_CLONES: Allowance = Allowance {
+    id: "partition-foreign-key-clones",
+    applies: |shape, _| shape.fk_in && shape.partitioned(),
+    blank: |line| {
+        (line.starts_with("constraint public.item_ref.")
+            && line.contains(" parent=public.item_ref.item_ref_item_fkey "))
+        .then(|| {
+            line.replace(" NOT VALID deferrable=", " deferrable=")
+                .replace(" validated=f ", " validated=* ")
+                .replace(" validated=t ", " validated=* ")
+        })
+    },
+};

@@ -761,7 +761,7 @@ impl Shape {
     /// The filtered publication's member clause (PostgreSQL 15+, a table that is
     /// not partitioned).
     fn filtered_member(&self) -> String {
-        format!("item ({}, qty, code) WHERE (qty > 0)", self.key_list())
+        format!("item ({}, qty, code) WHERE (base > 0)", self.key_list())
     }
 
     fn has_filtered_publication(&self, version: i32) -> bool {
@@ -786,6 +786,7 @@ impl Shape {
             drop.push_str("DROP TRIGGER item_note_trg ON item;\n");
             create.push_str(NOTE_TRIGGER);
         }
+        // PostgreSQL's check covers the column list too (the message names the WHERE).
         if self.has_filtered_publication(version) && (column == "qty" || keys.contains(&column)) {
             drop.push_str("ALTER PUBLICATION diff_pub_filtered DROP TABLE item;\n");
             let _ = writeln!(
@@ -826,8 +827,8 @@ impl Shape {
             Rls::Enabled | Rls::Forced => {
                 s.push_str(
                     "ALTER TABLE item ENABLE ROW LEVEL SECURITY;\n\
-                     CREATE POLICY item_read ON item FOR SELECT TO diff_reader USING (qty > 2);\n\
-                     CREATE POLICY item_write ON item AS RESTRICTIVE FOR INSERT TO diff_writer WITH CHECK (qty < 100);\n\
+                     CREATE POLICY item_read ON item FOR SELECT TO diff_reader USING (base > 2);\n\
+                     CREATE POLICY item_write ON item AS RESTRICTIVE FOR INSERT TO diff_writer WITH CHECK (base < 100);\n\
                      COMMENT ON POLICY item_read ON item IS 'some rows';\n",
                 );
                 if self.rls == Rls::Forced {

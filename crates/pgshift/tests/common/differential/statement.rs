@@ -208,6 +208,12 @@ impl Form {
                 "docs/REFUSALS.md rewrite-unsupported: SET LOGGED/UNLOGGED is a rewrite copy-and-swap does not carry",
             ));
         }
+        if self == Form::TypeKey && matches!(shape.key, KeyKind::Bytea | KeyKind::Uuid) {
+            return Some((
+                RefusalCause::RewriteUnsupported,
+                "docs/COPY-AND-SWAP.md: a statement computing new key values, or giving the key a type that does not compare with the old one, is refused",
+            ));
+        }
         if shape.inheritance != Inheritance::None {
             return Some((
                 RefusalCause::RewriteUnsupported,
