@@ -109,7 +109,7 @@ fn the_default_corpus_covers_every_feature() {
     for r in [Rls::Off, Rls::Enabled, Rls::Forced] {
         wanted.push(format!("rls {r:?}"));
     }
-    for o in [Owner::Runner, Owner::OtherRole, Owner::OwnerRuns] {
+    for o in [Owner::Runner, Owner::OtherRole, Owner::RoleRuns] {
         wanted.push(format!("owner {o:?}"));
     }
     for i in [Inheritance::None, Inheritance::Child, Inheritance::Parent] {

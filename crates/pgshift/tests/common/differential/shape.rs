@@ -65,7 +65,7 @@ pub enum Owner {
     /// `diff_owner` owns the table and its dependents; the superuser runs the statement.
     OtherRole,
     /// `diff_owner` owns the table and runs the statement (native and pgshift alike).
-    OwnerRuns,
+    RoleRuns,
 }
 
 /// Classic (non-partition) inheritance.
@@ -157,7 +157,7 @@ const IDS: [IdColumn; 5] = [
 ];
 const TOASTS: [Toast; 3] = [Toast::None, Toast::Compressed, Toast::External];
 const RLS: [Rls; 3] = [Rls::Off, Rls::Enabled, Rls::Forced];
-const OWNERS: [Owner; 3] = [Owner::Runner, Owner::OtherRole, Owner::OwnerRuns];
+const OWNERS: [Owner; 3] = [Owner::Runner, Owner::OtherRole, Owner::RoleRuns];
 const PARTITIONED: [Partitioning; 4] = [
     Partitioning::Range { default: false },
     Partitioning::Range { default: true },
@@ -287,7 +287,7 @@ impl Shape {
             }
             self.exclusion = false;
         }
-        if self.rls == Rls::Forced && self.owner == Owner::OwnerRuns {
+        if self.rls == Rls::Forced && self.owner == Owner::RoleRuns {
             // FORCE ROW LEVEL SECURITY with a non-superuser owner running pgshift is
             // issue 9 item 1, fixed by another change; until then such shapes run as
             // the superuser.
@@ -371,7 +371,7 @@ impl Shape {
 
     /// The role that runs the statement.
     pub fn runner(&self) -> Option<&'static str> {
-        (self.owner == Owner::OwnerRuns).then_some(OWNER_ROLE)
+        (self.owner == Owner::RoleRuns).then_some(OWNER_ROLE)
     }
 
     /// The role owning the table.
@@ -449,7 +449,11 @@ impl Shape {
             s.push_str("CREATE TABLE region (code text PRIMARY KEY);\nINSERT INTO region VALUES ('eu'), ('us'), ('ap');\n");
         }
         if self.inheritance == Inheritance::Child {
-            s.push_str("CREATE TABLE item_base (qty int NOT NULL DEFAULT 0, note text, CONSTRAINT item_base_qty CHECK (qty > -100));\n");
+            let _ = writeln!(
+                s,
+                "CREATE TABLE item_base (qty int NOT NULL DEFAULT 0, note text{}, CONSTRAINT item_base_qty CHECK (qty > -100));",
+                if self.collation { " COLLATE \"C\"" } else { "" }
+            );
         }
     }
 
@@ -652,6 +656,14 @@ impl Shape {
         if self.inheritance == Inheritance::Parent {
             s.push_str("CREATE TABLE item_heir (extra int) INHERITS (item);\n");
             let (mut columns, mut values) = self.row_values("(g + 1000)", true);
+            // Identity is not inherited: the heir's `n` is plain NOT NULL.
+            if matches!(
+                self.id,
+                IdColumn::IdentityAlways | IdColumn::IdentityByDefault
+            ) {
+                columns.push("n");
+                values.push("g + 1000".to_owned());
+            }
             columns.push("extra");
             values.push("g".to_owned());
             let _ = writeln!(
