@@ -110,6 +110,11 @@ refusal_causes! {
     /// table, `CREATE` on the database or a schema, the engine's own schema and run
     /// table); the message names the `GRANT` that gives it.
     MissingPrivilege = "missing-privilege", Invalid;
+    /// Row-level security applies to the connecting role on the table (enabled, and
+    /// the role is neither a superuser nor `BYPASSRLS`, and not its owner or the table
+    /// is `FORCE`d): the run's reads would see only the rows the policies show, and the
+    /// swap would drop the others.
+    RowSecurityApplies = "row-security-applies", Unsafe;
 }
 
 impl fmt::Display for RefusalCause {

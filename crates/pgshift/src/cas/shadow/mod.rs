@@ -173,6 +173,24 @@ async fn create_in_transaction(
         &format!("CREATE SCHEMA {}", quote_ident(&scratch_schema)),
     )
     .await?;
+    // The tables are given their owners here, and a new owner must be allowed to
+    // create in the schema: a role that runs as a member of the owner role (not as
+    // the owner itself) would otherwise fail to hand the scratch tables over.
+    let mut owners: Vec<&str> = tree.iter().map(|r| r.owner.as_str()).collect();
+    owners.sort_unstable();
+    owners.dedup();
+    for owner in owners {
+        run(
+            client,
+            "letting the owners create in the scratch schema",
+            &format!(
+                "GRANT CREATE ON SCHEMA {} TO {}",
+                quote_ident(&scratch_schema),
+                quote_ident(owner)
+            ),
+        )
+        .await?;
+    }
 
     // 1. Tables, under the source's names, in the source's tablespaces.
     let tablespace = |relation: &Relation| {
@@ -195,6 +213,7 @@ async fn create_in_transaction(
         1,
     )?;
     run(client, "creating the shadow", &create).await?;
+    sequences::restore_identity_types(client, plan, &scratch).await?;
     for (partition, relation) in plan.source.partitions.iter().zip(&tree[1..]) {
         let sql = checked(
             format!(
@@ -492,6 +511,8 @@ async fn create_in_transaction(
     .await?;
     let columns = read_columns(client, &scratch).await?;
     check_key(client, plan, &scratch).await?;
+    crate::cas::preflight::check_shadow_row_security(client, &scratch, &plan.source.table.name)
+        .await?;
     check_triggers(client, plan, &tree).await?;
     let dropped = dropped_columns(statement);
     let copied: Vec<&(String, String, String)> = columns

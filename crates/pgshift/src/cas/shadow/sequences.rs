@@ -7,6 +7,58 @@ use super::{db, run};
 use crate::cas::error::CasError;
 use crate::cas::plan::{Carry, PlannedRename, RunPlan};
 
+/// Gives each identity sequence of the scratch table the source's sequence type.
+///
+/// `LIKE … INCLUDING IDENTITY` copies an identity sequence's bounds but not its type:
+/// PostgreSQL makes it `bigint` with the old `MAXVALUE` (2147483647 for an `integer`
+/// column). The statement then changes the type from there, and PostgreSQL raises
+/// bounds to the new type's only when they were the old type's own (`init_params`): a
+/// type change from `integer` to `bigint` kept `MAXVALUE 2147483647`, and one to
+/// `smallint` failed. With the source's type restored first, the statement's
+/// `ALTER COLUMN … TYPE` changes the sequence exactly as it changes the real one.
+pub(super) async fn restore_identity_types(
+    client: &Client,
+    plan: &RunPlan,
+    scratch: &QualifiedName,
+) -> Result<(), CasError> {
+    for sequence in plan.source.sequences.iter().filter(|s| s.identity) {
+        let row = client
+            .query_one(
+                "SELECT pg_catalog.format_type(q.seqtypid, NULL), \
+                        pg_catalog.pg_get_serial_sequence($2, $3) \
+                   FROM pg_catalog.pg_sequence q WHERE q.seqrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1)",
+                &[
+                    &sequence.sequence.to_string(),
+                    &scratch.to_string(),
+                    &sequence.column,
+                ],
+            )
+            .await
+            .map_err(db("reading an identity sequence's type"))?;
+        let (type_sql, copy): (String, Option<String>) = (row.get(0), row.get(1));
+        let Some(copy) = copy else {
+            return Err(CasError::Record(format!(
+                "the shadow's identity column {} has no sequence",
+                quote_ident(&sequence.column)
+            )));
+        };
+        if !["smallint", "integer", "bigint"].contains(&type_sql.as_str()) {
+            return Err(CasError::Record(format!(
+                "identity sequence {} has type {type_sql}",
+                sequence.sequence
+            )));
+        }
+        // `pg_get_serial_sequence` quotes the name as needed.
+        run(
+            client,
+            "giving an identity sequence its type",
+            &format!("ALTER SEQUENCE {copy} AS {type_sql}"),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
 /// The scratch tree's sequences (identity columns, and those the statement added):
 /// temporary names now, at the swap the source's sequence's name (a copied identity
 /// column) or the name PostgreSQL chose (a new one). A copied identity sequence gets
