@@ -428,12 +428,13 @@ impl Case<'_> {
                 }
             }
             (Ok(()), Pgshift::Refused { cause, message }) => {
-                match self.form.documented_refusal(self.shape) {
-                    Some((documented, _)) if documented == cause => {
+                let documented = self.form.documented_refusals(self.shape);
+                match documented.iter().any(|(c, _)| *c == cause) {
+                    true => {
                         self.unchanged(shifted).await?;
                         Ok(Verdict::RefusedAsDocumented(cause))
                     }
-                    _ => Ok(Verdict::Differs(format!(
+                    false => Ok(Verdict::Differs(format!(
                         "PostgreSQL runs the statement; pgshift refused it ({cause}: {message}), which no documented refusal covers"
                     ))),
                 }

@@ -268,8 +268,8 @@ pub fn corpus(seed: u64, count: usize) -> Vec<Shape> {
 }
 
 impl Shape {
-    /// Resolves combinations PostgreSQL does not allow (or that another helper is
-    /// fixing, see `docs/COPY-AND-SWAP.md`), so that every generated shape can be seeded.
+    /// Resolves combinations PostgreSQL does not allow, so that every generated shape
+    /// can be seeded.
     pub fn normalized(mut self) -> Shape {
         if self.id == IdColumn::KeyIdentity && !matches!(self.key, KeyKind::Int | KeyKind::Bigint) {
             self.key = KeyKind::Int;
@@ -286,12 +286,6 @@ impl Shape {
                 self.id = IdColumn::Serial;
             }
             self.exclusion = false;
-        }
-        if self.rls == Rls::Forced && self.owner == Owner::RoleRuns {
-            // FORCE ROW LEVEL SECURITY with a non-superuser owner running pgshift is
-            // issue 9 item 1, fixed by another change; until then such shapes run as
-            // the superuser.
-            self.owner = Owner::OtherRole;
         }
         self
     }

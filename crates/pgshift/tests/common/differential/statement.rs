@@ -3,7 +3,7 @@
 //! `classify/table.rs`), each instantiated for a shape, and the refusals pgshift
 //! documents for some of them.
 
-use super::shape::{Inheritance, KeyKind, Shape, Toast};
+use super::shape::{Inheritance, KeyKind, Owner, Rls, Shape, Toast};
 use pgshift::refusal::RefusalCause;
 
 /// A statement form.
@@ -199,27 +199,35 @@ impl Form {
         }
     }
 
-    /// The refusal pgshift documents for this form on `shape`, when the statement
-    /// itself runs natively: the cause, and where it is documented.
-    pub fn documented_refusal(self, shape: &Shape) -> Option<(RefusalCause, &'static str)> {
+    /// The refusals pgshift documents for this form on `shape`, where the statement
+    /// itself runs natively: each cause, and where it is documented (a shape may meet
+    /// several; pgshift names the first it checks).
+    pub fn documented_refusals(self, shape: &Shape) -> Vec<(RefusalCause, &'static str)> {
+        let mut out = Vec::new();
         if self == Form::SetUnlogged {
-            return Some((
+            out.push((
                 RefusalCause::RewriteUnsupported,
                 "docs/REFUSALS.md rewrite-unsupported: SET LOGGED/UNLOGGED is a rewrite copy-and-swap does not carry",
             ));
         }
         if self == Form::TypeKey && matches!(shape.key, KeyKind::Bytea | KeyKind::Uuid) {
-            return Some((
+            out.push((
                 RefusalCause::RewriteUnsupported,
                 "docs/COPY-AND-SWAP.md: a statement computing new key values, or giving the key a type that does not compare with the old one, is refused",
             ));
         }
+        if shape.rls == Rls::Forced && shape.owner == Owner::RoleRuns {
+            out.push((
+                RefusalCause::RowSecurityApplies,
+                "docs/REFUSALS.md row-security-applies: the owner (not a superuser) with FORCE ROW LEVEL SECURITY would read only the rows its policies show",
+            ));
+        }
         if shape.inheritance != Inheritance::None {
-            return Some((
+            out.push((
                 RefusalCause::RewriteUnsupported,
                 "docs/COPY-AND-SWAP.md Known limits: inheritance (non-partition) children are not carried over",
             ));
         }
-        None
+        out
     }
 }
