@@ -12,8 +12,8 @@ use super::statement::Form;
 pub struct Allowance {
     /// Its name, as in `docs/COPY-AND-SWAP.md`.
     pub id: &'static str,
-    /// Whether it applies to a case.
-    pub applies: fn(&Shape, Form) -> bool,
+    /// Whether it applies to a case on a server of a version (`server_version_num`).
+    pub applies: fn(&Shape, Form, i32) -> bool,
     /// The part of a snapshot line it allows to differ, blanked out (`None`: the line
     /// is not its business). Both sides' lines are compared after this.
     pub blank: fn(&str) -> Option<String>,
@@ -65,7 +65,7 @@ pub const ALLOWANCES: &[Allowance] = &[IDENTITY_SEQUENCE_TYPE, PARTITION_FOREIGN
 /// shapes with an `int` identity column are blanked; the rest is compared.
 const IDENTITY_SEQUENCE_TYPE: Allowance = Allowance {
     id: "identity-sequence-type",
-    applies: |shape, _| {
+    applies: |shape, _, _| {
         matches!(shape.id, IdColumn::IdentityByDefault)
             || (shape.id == IdColumn::KeyIdentity && shape.key == KeyKind::Int)
     },
@@ -95,16 +95,42 @@ pub fn ids() -> Vec<&'static str> {
     let mut ids: Vec<&'static str> = ALLOWANCES.iter().map(|a| a.id).collect();
     ids.push(VOLATILE_VALUES);
     ids.push(DEPENDENTS_RECREATED);
+    ids.push(CLUSTER_BEFORE_15);
     ids
 }
 
 /// The allowances applying to a case.
-pub fn applicable(shape: &Shape, form: Form) -> Vec<&'static Allowance> {
+pub fn applicable(shape: &Shape, form: Form, version: i32) -> Vec<&'static Allowance> {
     ALLOWANCES
         .iter()
-        .filter(|a| (a.applies)(shape, form))
+        .filter(|a| (a.applies)(shape, form, version))
         .collect()
 }
+
+/// PostgreSQL 14 cannot `CLUSTER` a partitioned table (0A000); copy-and-swap rebuilds
+/// it all the same. The oracle is then the table as it was, the clustered marks of the
+/// partitions' indexes aside.
+pub const CLUSTER_BEFORE_15: &str = "cluster-partitioned-before-15";
+
+/// Whether [`CLUSTER_BEFORE_15`] covers a case PostgreSQL rejected with `rejected`.
+pub fn cluster_before_15(shape: &Shape, form: Form, version: i32, rejected: &str) -> bool {
+    form == Form::Cluster
+        && shape.partitioned()
+        && version < 150000
+        && rejected.starts_with("cannot cluster a partitioned table")
+}
+
+/// Blanks the clustered mark of an index line.
+pub const CLUSTER_MARKS: Allowance = Allowance {
+    id: CLUSTER_BEFORE_15,
+    applies: |_, _, _| true,
+    blank: |line| {
+        line.starts_with("index ").then(|| {
+            line.replace(" clustered=t ", " clustered=* ")
+                .replace(" clustered=f ", " clustered=* ")
+        })
+    },
+};
 
 /// A foreign key pointing at a partitioned table has one clone per partition (on the
 /// referencing table, `conparentid` the key). The swap re-points the key `NOT VALID`
@@ -113,7 +139,8 @@ pub fn applicable(shape: &Shape, form: Form) -> Vec<&'static Allowance> {
 /// `NOT VALID` in the definition) of those clones is blanked.
 const PARTITION_FOREIGN_KEY_CLONES: Allowance = Allowance {
     id: "partition-foreign-key-clones",
-    applies: |shape, _| shape.fk_in && shape.partitioned(),
+    // PostgreSQL 18 marks the clones validated too.
+    applies: |shape, _, version| shape.fk_in && shape.partitioned() && version < 180000,
     blank: |line| {
         (line.starts_with("constraint public.item_ref.")
             && line.contains(" parent=public.item_ref.item_ref_item_fkey "))

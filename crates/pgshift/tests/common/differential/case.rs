@@ -418,7 +418,7 @@ impl Case<'_> {
                     }
                     _ => (raw, actual),
                 };
-                let applicable = allowance::applicable(self.shape, self.form);
+                let applicable = allowance::applicable(self.shape, self.form, self.version);
                 match explain(&expected, &actual, &applicable, &mut allowed) {
                     None => Ok(Verdict::Same { cas, allowed }),
                     Some(difference) => Ok(Verdict::Differs(format!(
@@ -442,6 +442,22 @@ impl Case<'_> {
             (Ok(()), Pgshift::Failed(error)) => Ok(Verdict::Differs(format!(
                 "PostgreSQL runs the statement; pgshift failed: {error}"
             ))),
+            (Err(rejected), Pgshift::Done { cas })
+                if allowance::cluster_before_15(self.shape, self.form, self.version, rejected) =>
+            {
+                let now = snapshot_of(shifted, self.version, None).await?;
+                match explain(self.before, &now, &[&allowance::CLUSTER_MARKS], &mut allowed) {
+                    None => {
+                        if !allowed.contains(&allowance::CLUSTER_BEFORE_15) {
+                            allowed.push(allowance::CLUSTER_BEFORE_15);
+                        }
+                        Ok(Verdict::Same { cas, allowed })
+                    }
+                    Some(difference) => Ok(Verdict::Differs(format!(
+                        "PostgreSQL 14 cannot cluster a partitioned table; pgshift's rebuild changed more than the clustered marks\n{difference}"
+                    ))),
+                }
+            }
             (Err(rejected), Pgshift::Done { cas }) => Ok(Verdict::Differs(format!(
                 "PostgreSQL rejects the statement ({rejected}); pgshift ran it ({})",
                 if cas { "copy-and-swap" } else { "native route" }
