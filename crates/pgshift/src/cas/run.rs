@@ -81,6 +81,10 @@ pub struct RunReport {
     /// Whether this process found the swap already committed by an earlier one (read
     /// from which table holds the name) and only finished the run.
     pub settled_from_catalog: bool,
+    /// What the preflight found of free disk: `free disk checked: …`, or `free disk
+    /// not checked: <why>`.
+    #[serde(default)]
+    pub disk: String,
 }
 
 /// What a run is asked to do.
@@ -149,7 +153,9 @@ async fn start_locked(
 ) -> Result<RunReport, CasError> {
     let statement = request.statement;
     let client = runner.client();
-    let Preflight { facts } = preflight(client, oid, statement).await?;
+    let Preflight { facts, disk } = preflight(client, oid, statement).await?;
+    // Said either way: a check that could not be made is never skipped silently.
+    progress.note(&disk.line());
     store::ensure(client).await?;
     let key = facts.key.clone().ok_or_else(|| {
         CasError::Refused(Refusal::new(
@@ -171,6 +177,7 @@ async fn start_locked(
         constraints: Vec::new(),
         search_path: search_path.to_vec(),
         source: facts,
+        disk: disk.line(),
     };
     let name = &plan.source.table.name;
     plan.run = store::insert(
@@ -644,6 +651,7 @@ async fn drive(
         unvalidated_foreign_keys: Vec::new(),
         kept_old: None,
         settled_from_catalog: false,
+        disk: plan.disk.clone(),
     };
     let phase = match record.phase {
         Phase::Failed => record.resume_phase.unwrap_or(Phase::Copying),

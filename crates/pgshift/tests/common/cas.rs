@@ -302,7 +302,10 @@ pub fn ensure_roles(db: &str, roles: &[&str]) {
 /// (`tgenabled`, `pg_get_triggerdef`, comment); each policy; publication membership
 /// (with row filter and column list from PostgreSQL 15); the sequence behind each
 /// column of the parent (name, parameters, owner, grants, comment); extended
-/// statistics (definition, target, comment).
+/// statistics (definition, target, comment). Column options leave out `pg_attver`,
+/// which Debian's PostgreSQL 15.20 assigns to every column itself (a new value on
+/// every rewrite, the native `ALTER` included), so it is no part of a table's
+/// identity that pgshift could keep.
 pub fn identity(db: &str, table: &str) -> String {
     let version = server_version(db);
     let publication = if version >= 150000 {
@@ -328,7 +331,9 @@ pub fn identity(db: &str, table: &str) -> String {
            UNION ALL SELECT format('column %s.%s %s notnull=%s default=%s generated=%s identity=%s stattarget=%s storage=%s compression=%s collation=%s options=%s comment=%s acl=%s', \
                          c.relname, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull, \
                          regexp_replace(pg_get_expr(d.adbin, d.adrelid), '\\s+', ' ', 'g'), a.attgenerated, a.attidentity, {stattarget}, \
-                         a.attstorage, a.attcompression, co.collname, a.attoptions, col_description(c.oid, a.attnum), {attacl}) \
+                         a.attstorage, a.attcompression, co.collname, \
+                         (SELECT array_agg(o ORDER BY o) FROM unnest(a.attoptions) o WHERE o NOT LIKE 'pg\\_attver=%'), \
+                         col_description(c.oid, a.attnum), {attacl}) \
              FROM tree JOIN pg_class c ON c.oid = tree.oid JOIN pg_attribute a ON a.attrelid = c.oid \
              LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum LEFT JOIN pg_collation co ON co.oid = a.attcollation \
             WHERE a.attnum > 0 AND NOT a.attisdropped \

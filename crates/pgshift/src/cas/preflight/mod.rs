@@ -1,12 +1,15 @@
 //! Everything a run checks before anything is recorded, as one read-only function that
 //! `apply` (through [`crate::cas::start_request`]) and `plan` can both call: the role's
 //! privileges, a run already recorded for the table, what the swap cannot carry, row
-//! security that would filter the engine's reads, ownership of every object the swap
-//! alters, a key the capture can compare, and free disk where it can be measured.
+//! security that would filter the engine's reads (`row_security`), ownership of every
+//! object the swap alters (`owners`), a key the capture can compare, and free disk
+//! where it can be measured (`disk`).
 //!
 //! Nothing here writes: the only statements sent are catalog reads and a type probe
 //! (`SELECT NULL::t = NULL::t`).
 
+mod disk;
+mod owners;
 mod row_security;
 
 use tokio_postgres::Client;
@@ -17,8 +20,10 @@ use super::privileges;
 use super::source::{self, SourceFacts};
 use super::store;
 use crate::refusal::{Refusal, RefusalCause};
-use pgshift_sql::{quote_ident, QualifiedName, Statement};
+use pgshift_sql::ast::AlterTableType;
+use pgshift_sql::{quote_ident, NodeEnum, QualifiedName, Statement};
 
+pub use disk::DiskCheck;
 pub(crate) use row_security::check_shadow as check_shadow_row_security;
 
 /// What the preflight read, for the run to start from.
@@ -26,6 +31,8 @@ pub(crate) use row_security::check_shadow as check_shadow_row_security;
 pub struct Preflight {
     /// The source, read in one snapshot.
     pub facts: SourceFacts,
+    /// Free disk: measured and enough, or why it could not be measured.
+    pub disk: DiskCheck,
 }
 
 /// Checks, without writing anything, that a run of `statement` on the table with OID
@@ -35,6 +42,29 @@ pub async fn preflight(
     oid: u32,
     statement: &Statement,
 ) -> Result<Preflight, CasError> {
+    before_source(client, oid).await?;
+    from_source(client, oid, statement).await
+}
+
+/// The same checks for `plan` and `apply`'s verdict before anything runs, reading the
+/// source's facts only when `read_source` (they need ACCESS SHARE on the table, which a
+/// lock held elsewhere would make wait; the run then meets that lock in its budget).
+pub async fn preflight_read_only(
+    client: &Client,
+    oid: u32,
+    statement: &Statement,
+    read_source: bool,
+) -> Result<(), CasError> {
+    before_source(client, oid).await?;
+    if read_source {
+        from_source(client, oid, statement).await?;
+    }
+    Ok(())
+}
+
+/// The checks that need no relation lock: the role's privileges and a run already
+/// recorded for the table.
+async fn before_source(client: &Client, oid: u32) -> Result<(), CasError> {
     privileges::check(client, oid).await?;
     if let Some((id, phase)) = store::active_id(client, oid).await? {
         return Err(CasError::Refused(Refusal::new(
@@ -44,13 +74,40 @@ pub async fn preflight(
             ),
         )));
     }
+    Ok(())
+}
+
+/// The checks made on the source's facts, read in one snapshot.
+async fn from_source(
+    client: &Client,
+    oid: u32,
+    statement: &Statement,
+) -> Result<Preflight, CasError> {
     let facts = source::read(client, oid).await?;
     structure(&facts)?;
     row_security::check(client, &facts, statement).await?;
+    let target = target_tablespace(statement);
+    owners::check(client, oid, target.as_deref()).await?;
     if let Some(key) = &facts.key {
         probe_key_equality(client, key, &facts.table.name).await?;
     }
-    Ok(Preflight { facts })
+    let disk = disk::check(client, oid, target.as_deref()).await?;
+    Ok(Preflight { facts, disk })
+}
+
+/// The tablespace a `SET TABLESPACE` subcommand of `statement` names.
+fn target_tablespace(statement: &Statement) -> Option<String> {
+    let NodeEnum::AlterTableStmt(stmt) = &statement.node else {
+        return None;
+    };
+    stmt.cmds.iter().rev().find_map(|cmd| match &cmd.node {
+        Some(NodeEnum::AlterTableCmd(cmd))
+            if cmd.subtype == AlterTableType::AtSetTableSpace as i32 =>
+        {
+            Some(cmd.name.clone())
+        }
+        _ => None,
+    })
 }
 
 /// What a run refuses from the source's shape alone.
