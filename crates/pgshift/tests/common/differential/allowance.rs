@@ -4,7 +4,7 @@
 //! excuses. The harness fails when an allowance never excuses anything over the
 //! corpus (it would be stale), and a test checks each one excuses only its own lines.
 
-use super::shape::{IdColumn, KeyKind, Shape};
+use super::shape::Shape;
 use super::snapshot::Mask;
 use super::statement::Form;
 
@@ -56,39 +56,7 @@ pub fn dependents_recreated(
 }
 
 /// Every line-level allowance.
-pub const ALLOWANCES: &[Allowance] = &[IDENTITY_SEQUENCE_TYPE, PARTITION_FOREIGN_KEY_CLONES];
-
-/// Temporary (issue 9 item 2, being fixed on the `cas-trust` branch): the identity
-/// sequence of an `int` column comes out of copy-and-swap `AS bigint` with the `int`
-/// bounds, also after `ALTER COLUMN id TYPE bigint` (where PostgreSQL raises the
-/// maximum to the bigint one). Only `type=` and `max=` of the identity sequences of
-/// shapes with an `int` identity column are blanked; the rest is compared.
-const IDENTITY_SEQUENCE_TYPE: Allowance = Allowance {
-    id: "identity-sequence-type",
-    applies: |shape, _, _| {
-        matches!(shape.id, IdColumn::IdentityByDefault)
-            || (shape.id == IdColumn::KeyIdentity && shape.key == KeyKind::Int)
-    },
-    blank: |line| {
-        let prefix = [
-            "sequence public.item_n_seq ",
-            "sequence public.item_id_seq ",
-        ]
-        .into_iter()
-        .find(|prefix| line.starts_with(prefix))?;
-        let fields: Vec<String> = line[prefix.len()..]
-            .split(' ')
-            .map(|field| {
-                if field.starts_with("type=") || field.starts_with("max=") {
-                    format!("{}=*", field.split('=').next().unwrap_or_default())
-                } else {
-                    field.to_owned()
-                }
-            })
-            .collect();
-        Some(format!("{prefix}{}", fields.join(" ")))
-    },
-};
+pub const ALLOWANCES: &[Allowance] = &[PARTITION_FOREIGN_KEY_CLONES];
 
 /// The ids of every allowance, the data mask's included.
 pub fn ids() -> Vec<&'static str> {

@@ -67,7 +67,7 @@ pub fn catalog_sql(version: i32) -> String {
         "SELECT format('column %s.%s pos=%s type=%s collation=%s notnull=%s default=%s identity=%s generated=%s stattarget=%s storage=%s compression=%s options=%s comment=%s acl=%s local=%s inhcount=%s', \
             r.qname, a.attname, row_number() OVER (PARTITION BY a.attrelid ORDER BY a.attnum), format_type(a.atttypid, a.atttypmod), co.collname, \
             a.attnotnull, pg_get_expr(d.adbin, d.adrelid), a.attidentity, a.attgenerated, coalesce(a.attstattarget::int, -1), a.attstorage, \
-            a.attcompression, a.attoptions, col_description(r.oid, a.attnum), {attacl}, a.attislocal, a.attinhcount) \
+            a.attcompression, array(SELECT o FROM unnest(a.attoptions) o WHERE o NOT LIKE 'pg_attver=%'), col_description(r.oid, a.attnum), {attacl}, a.attislocal, a.attinhcount) \
            FROM rel r JOIN pg_attribute a ON a.attrelid = r.oid AND a.attnum > 0 AND NOT a.attisdropped \
            LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum LEFT JOIN pg_collation co ON co.oid = a.attcollation \
           WHERE r.relkind IN ('r', 'p', 'v', 'm', 'f', 'c') \
