@@ -760,6 +760,26 @@ async fn dependent_views(client: &Client, oid: u32) -> Result<Vec<View>, CasErro
 /// names the table and so now resolves to the new one. When a column type changed,
 /// `CREATE OR REPLACE` is not allowed: the view is dropped and created again with its
 /// owner, grants and comment.
+/// Whether the view's columns, as `CREATE OR REPLACE VIEW` left them, differ in type
+/// or collation from what its definition gives on the new table (PostgreSQL 14 keeps a
+/// column's old collation silently; later versions refuse the replacement): then the
+/// view is dropped and made again instead. Any error counts as a change.
+async fn columns_changed(client: &Client, view: &View, definition: &str) -> bool {
+    let probe = format!(
+        "CREATE TEMPORARY VIEW pgshift_view_probe AS {definition}; \
+         DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_attribute b \
+              ON b.attnum OPERATOR(pg_catalog.=) a.attnum \
+           WHERE a.attrelid OPERATOR(pg_catalog.=) {oid}::pg_catalog.regclass \
+             AND b.attrelid OPERATOR(pg_catalog.=) 'pg_temp.pgshift_view_probe'::pg_catalog.regclass AND a.attnum OPERATOR(pg_catalog.>) 0 \
+             AND (a.atttypid OPERATOR(pg_catalog.<>) b.atttypid OR a.atttypmod OPERATOR(pg_catalog.<>) b.atttypmod \
+                  OR a.attcollation OPERATOR(pg_catalog.<>) b.attcollation)) \
+         THEN RAISE EXCEPTION 'columns changed'; END IF; END $$; \
+         DROP VIEW pg_temp.pgshift_view_probe",
+        oid = pgshift_sql::quote_literal(&view.name.to_string()),
+    );
+    client.batch_execute(&probe).await.is_err()
+}
+
 async fn recreate_views(client: &Client, views: &[View]) -> Result<Vec<String>, CasError> {
     let mut out = Vec::new();
     for view in views {
@@ -794,7 +814,9 @@ async fn recreate_views(client: &Client, views: &[View]) -> Result<Vec<String>, 
             "SAVEPOINT pgshift_view",
         )
         .await?;
-        if client.batch_execute(&sql).await.is_ok() {
+        if client.batch_execute(&sql).await.is_ok()
+            && !columns_changed(client, view, definition).await
+        {
             exec(
                 client,
                 "recreating a dependent view",

@@ -16,6 +16,8 @@ pub struct Statements {
     expressions: String,
     compare: Compare,
     replica: bool,
+    /// See [`shadow_key`].
+    shadow_key: Option<String>,
 }
 
 /// What [`Statements::compare`] puts side by side: per column, the source's value (cast
@@ -148,6 +150,31 @@ impl Compare {
     }
 }
 
+/// The shadow's key computed from the source's (`CAST(expression AS type)` per key
+/// column, over `s`), when the statement changes the key's type or values; `None`
+/// when the shadow holds the source's key values as they are.
+fn shadow_key(plan: &RunPlan) -> Option<String> {
+    let mut changed = false;
+    let expressions: Vec<String> = plan
+        .key
+        .columns()
+        .iter()
+        .map(|key| {
+            let quoted = quote_ident(&key.name);
+            match plan.columns.iter().find(|c| c.name == key.name) {
+                Some(c) => {
+                    if c.expression != format!("s.{quoted}") || c.type_sql != key.type_sql {
+                        changed = true;
+                    }
+                    format!("CAST({} AS {})", c.expression, c.type_sql)
+                }
+                None => format!("s.{quoted}"),
+            }
+        })
+        .collect();
+    changed.then(|| expressions.join(", "))
+}
+
 impl Statements {
     /// The statements of `plan`.
     pub fn new(plan: &RunPlan) -> Self {
@@ -162,6 +189,7 @@ impl Statements {
             expressions: expressions.join(", "),
             compare: Compare::new(plan),
             replica: plan.source.carry.replica_apply,
+            shadow_key: shadow_key(plan),
         }
     }
 
@@ -225,6 +253,11 @@ impl Statements {
     /// keys passed as one text array per key column, zipped (the multi-argument `unnest`
     /// shorthand exists only unqualified).
     fn key_set(&self, first: usize) -> String {
+        format!("(SELECT * FROM {})", self.key_rows(first))
+    }
+
+    /// `ROWS FROM (pg_catalog.unnest($first::text[]::t1[]), …)`.
+    fn key_rows(&self, first: usize) -> String {
         let arrays: Vec<String> = self
             .key
             .columns()
@@ -238,16 +271,30 @@ impl Statements {
                 )
             })
             .collect();
-        format!("(SELECT * FROM ROWS FROM ({}))", arrays.join(", "))
+        format!("ROWS FROM ({})", arrays.join(", "))
     }
 
-    /// Deletes a set of keys from the shadow (`$1…`: one text array per key column).
+    /// Deletes a set of keys from the shadow (`$1…`: one text array per key column,
+    /// the source's key values). When the statement changes the key's type or values,
+    /// each source key is mapped to the shadow's through the copy's expression.
     pub fn delete_keys(&self) -> String {
+        let set = match &self.shadow_key {
+            None => self.key_set(1),
+            Some(expressions) => format!(
+                "(SELECT {expressions} FROM {} AS s({}))",
+                self.key_rows(1),
+                self.key
+                    .columns()
+                    .iter()
+                    .map(|c| quote_ident(&c.name))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
         format!(
-            "DELETE FROM {} t WHERE {} IN {}",
+            "DELETE FROM {} t WHERE {} IN {set}",
             self.shadow,
             self.key.tuple(Some("t")),
-            self.key_set(1)
         )
     }
 

@@ -4,7 +4,7 @@
 use pgshift_sql::{quote_ident, quote_literal, QualifiedName};
 use tokio_postgres::Client;
 
-use super::relations::{Relation, SourceIndexFacts};
+use super::relations::{index_statistics, Relation, SourceIndexFacts, INDEX_STATISTICS};
 use super::statement::{constraint_with_storage, retarget_foreign_key, retarget_index};
 use super::{checked, db, run};
 use crate::cas::error::CasError;
@@ -86,7 +86,7 @@ pub(super) async fn plan_indexes(
     let names = plan.names();
     let rows = client
         .query(
-            "SELECT t.relname::pg_catalog.text, ic.relname::pg_catalog.text, i.indisprimary, pg_catalog.pg_get_indexdef(i.indexrelid), \
+            format!("SELECT t.relname::pg_catalog.text, ic.relname::pg_catalog.text, i.indisprimary, pg_catalog.pg_get_indexdef(i.indexrelid), \
                     con.conname::pg_catalog.text, CASE WHEN con.oid IS NOT NULL THEN pg_catalog.pg_get_constraintdef(con.oid) END, \
                     i.indisreplident, i.indisclustered, \
                     (SELECT ts.spcname::pg_catalog.text FROM pg_catalog.pg_tablespace ts WHERE ts.oid OPERATOR(pg_catalog.=) ic.reltablespace), \
@@ -94,14 +94,14 @@ pub(super) async fn plan_indexes(
                     CASE WHEN con.oid IS NOT NULL THEN pg_catalog.obj_description(con.oid, 'pg_constraint') END, \
                     (SELECT p.relname::pg_catalog.text FROM pg_catalog.pg_inherits h JOIN pg_catalog.pg_class p ON p.oid OPERATOR(pg_catalog.=) h.inhparent \
                       WHERE h.inhrelid OPERATOR(pg_catalog.=) i.indexrelid), \
-                    coalesce(ic.reloptions, '{}')::pg_catalog.text[] \
+                    coalesce(ic.reloptions, '{{}}')::pg_catalog.text[], {INDEX_STATISTICS} \
                FROM pg_catalog.pg_index i \
                JOIN pg_catalog.pg_class ic ON ic.oid OPERATOR(pg_catalog.=) i.indexrelid \
                JOIN pg_catalog.pg_class t ON t.oid OPERATOR(pg_catalog.=) i.indrelid \
                JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) t.relnamespace \
                LEFT JOIN pg_catalog.pg_constraint con ON con.conindid OPERATOR(pg_catalog.=) i.indexrelid \
-                    AND con.conrelid OPERATOR(pg_catalog.=) i.indrelid AND con.contype OPERATOR(pg_catalog.=) ANY ('{p,u,x}') \
-              WHERE n.nspname OPERATOR(pg_catalog.=) $1::pg_catalog.text ORDER BY i.indexrelid",
+                    AND con.conrelid OPERATOR(pg_catalog.=) i.indrelid AND con.contype OPERATOR(pg_catalog.=) ANY ('{{p,u,x}}') \
+              WHERE n.nspname OPERATOR(pg_catalog.=) $1::pg_catalog.text ORDER BY i.indexrelid").as_str(),
             &[&scratch_schema],
         )
         .await
@@ -119,6 +119,7 @@ pub(super) async fn plan_indexes(
         constraint_comment: Option<String>,
         parent: Option<String>,
         options: Vec<String>,
+        statistics: Vec<(i32, i32)>,
     }
     let found: Vec<Found> = rows
         .iter()
@@ -144,6 +145,7 @@ pub(super) async fn plan_indexes(
                 constraint_comment: row.get(10),
                 parent: row.get(11),
                 options: row.get(12),
+                statistics: index_statistics(row.get(13)),
             })
         })
         .collect();
@@ -184,6 +186,11 @@ pub(super) async fn plan_indexes(
                 "COMMENT ON CONSTRAINT {} ON {table} IS {}",
                 quote_ident(name),
                 quote_literal(comment)
+            ));
+        }
+        for (column, statistics) in &f.statistics {
+            after.push(format!(
+                "ALTER INDEX {index} ALTER COLUMN {column} SET STATISTICS {statistics}"
             ));
         }
         if f.clustered {

@@ -366,7 +366,9 @@ async fn create_in_transaction(
         let rows = client
             .query(
                 "SELECT s.stxrelid, n.nspname::pg_catalog.text, s.stxname::pg_catalog.text, pg_catalog.pg_get_statisticsobjdef(s.oid), \
-                        NULLIF(s.stxstattarget::pg_catalog.int4, -1), pg_catalog.obj_description(s.oid, 'pg_statistic_ext') \
+                        NULLIF(s.stxstattarget::pg_catalog.int4, -1), pg_catalog.obj_description(s.oid, 'pg_statistic_ext'), \
+                        CASE WHEN s.stxowner OPERATOR(pg_catalog.<>) (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER) \
+                             THEN pg_catalog.pg_get_userbyid(s.stxowner)::pg_catalog.text END \
                    FROM pg_catalog.pg_statistic_ext s JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) s.stxnamespace \
                   WHERE s.stxrelid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[]) ORDER BY s.oid",
                 &[&oids],
@@ -390,6 +392,13 @@ async fn create_in_transaction(
                 sql.push(format!(
                     "COMMENT ON STATISTICS {temp} IS {}",
                     quote_literal(&comment)
+                ));
+            }
+            // Made by the role running pgshift; the source's may belong to another.
+            if let Some(owner) = row.get::<_, Option<String>>(6) {
+                sql.push(format!(
+                    "ALTER STATISTICS {temp} OWNER TO {}",
+                    quote_ident(&owner)
                 ));
             }
             for statement in sql {
@@ -418,6 +427,23 @@ async fn create_in_transaction(
                 ),
             )
             .await?;
+        } else if !cluster.indexname.is_empty() {
+            // On a partitioned table PostgreSQL marks each partition's index attached
+            // to the one named (a partitioned index itself cannot be marked).
+            for (position, relation) in tree.iter().enumerate().skip(1) {
+                if let Some(child) = scratch_children.get(&(position, cluster.indexname.clone())) {
+                    run(
+                        client,
+                        "marking a partition's clustered index",
+                        &format!(
+                            "ALTER TABLE {} CLUSTER ON {}",
+                            relation.scratch,
+                            quote_ident(child)
+                        ),
+                    )
+                    .await?;
+                }
+            }
         }
     }
 
@@ -602,6 +628,110 @@ async fn create_in_transaction(
     publications(client, plan, &tree, &kept, &mut carry).await?;
     move_to_schema(client, plan, &tree, &scratch_schema, &schema).await?;
     plan.source.carry = carry;
+    check_key_mapping(client, plan).await?;
+    check_incoming_foreign_keys(client, plan).await
+}
+
+/// A foreign key pointing at a column whose type the statement changed must still be
+/// implementable against the new type: PostgreSQL checks this when it runs the
+/// statement (and fails with 42804); the swap re-points the key, so it is checked
+/// here, before anything is copied, with the comparison the key would need.
+async fn check_incoming_foreign_keys(client: &Client, plan: &RunPlan) -> Result<(), CasError> {
+    for fk in &plan.source.incoming {
+        let pairs = client
+            .query(
+                "SELECT pg_catalog.format_type(fa.atttypid, fa.atttypmod), pa.attname::pg_catalog.text \
+                   FROM pg_catalog.pg_constraint c \
+                   CROSS JOIN LATERAL ROWS FROM (pg_catalog.unnest(c.conkey), pg_catalog.unnest(c.confkey)) AS k(f, p) \
+                   JOIN pg_catalog.pg_attribute fa ON fa.attrelid OPERATOR(pg_catalog.=) c.conrelid AND fa.attnum OPERATOR(pg_catalog.=) k.f \
+                   JOIN pg_catalog.pg_attribute pa ON pa.attrelid OPERATOR(pg_catalog.=) c.confrelid AND pa.attnum OPERATOR(pg_catalog.=) k.p \
+                  WHERE c.conrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1) AND c.conname OPERATOR(pg_catalog.=) $2::pg_catalog.text \
+                    AND c.contype OPERATOR(pg_catalog.=) 'f'",
+                &[&fk.table.to_string(), &fk.name],
+            )
+            .await
+            .map_err(db("reading a foreign key pointing at the table"))?;
+        for pair in pairs {
+            let (referencing, column): (String, String) = (pair.get(0), pair.get(1));
+            let before = plan.source.columns.iter().find(|c| c.name == column);
+            let after = plan.columns.iter().find(|c| c.name == column);
+            let (Some(before), Some(after)) = (before, after) else {
+                continue;
+            };
+            if before.type_sql == after.type_sql {
+                continue;
+            }
+            let probe = format!(
+                "SELECT NULL::{referencing} OPERATOR(pg_catalog.=) NULL::{}",
+                after.type_sql
+            );
+            if client.prepare(&probe).await.is_err() {
+                return Err(CasError::Database {
+                    what: "checking the foreign keys pointing at the table".to_owned(),
+                    message: format!(
+                        "foreign key constraint {} of {} cannot be implemented: key columns {} are of incompatible types: {referencing} and {}",
+                        quote_ident(&fk.name),
+                        fk.table,
+                        quote_ident(&column),
+                        after.type_sql
+                    ),
+                    sqlstate: Some("42804".to_owned()),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The copy, the applier and verification find a row of the shadow by the source's
+/// key (chunks are ranges of it): the statement may change the key's type, into one
+/// that compares with the old type, but not compute new key values (`USING` anything
+/// but the column itself). Checked here, in the shadow's transaction, by that rule and
+/// by preparing the applier's delete and verification's comparison.
+async fn check_key_mapping(client: &Client, plan: &RunPlan) -> Result<(), CasError> {
+    let refuse = |why: String| {
+        Err(CasError::Refused(crate::refusal::Refusal::new(
+            crate::refusal::RefusalCause::RewriteUnsupported,
+            format!(
+                "copy-and-swap finds rows of {} by their key, and {why}; run the statement in a maintenance window",
+                plan.source.table.name
+            ),
+        )))
+    };
+    for key in plan.key.columns() {
+        let Some(column) = plan.columns.iter().find(|c| c.name == key.name) else {
+            continue;
+        };
+        if column.expression != format!("s.{}", quote_ident(&key.name)) {
+            return refuse(format!(
+                "the statement computes new values of key column {} ({})",
+                quote_ident(&key.name),
+                column.expression
+            ));
+        }
+    }
+    // Chunks of the shadow are cut with the source's key values.
+    let mut probes = vec![crate::cas::statements::Statements::new(plan).delete_keys()];
+    for key in plan.key.columns() {
+        if let Some(column) = plan.columns.iter().find(|c| c.name == key.name) {
+            if column.type_sql != key.type_sql {
+                probes.push(format!(
+                    "SELECT NULL::{new} OPERATOR(pg_catalog.<) NULL::{old}, NULL::{new} OPERATOR(pg_catalog.=) NULL::{old}",
+                    new = column.type_sql,
+                    old = key.type_sql
+                ));
+            }
+        }
+    }
+    for sql in probes {
+        if let Err(e) = client.prepare(&sql).await {
+            return refuse(format!(
+                "the key's new type does not compare with its old one ({})",
+                e.as_db_error()
+                    .map_or_else(|| e.to_string(), |d| d.message().to_owned())
+            ));
+        }
+    }
     Ok(())
 }
 

@@ -40,6 +40,8 @@ pub(super) struct ColumnSettings {
     /// `attoptions`.
     pub(super) options: Vec<String>,
     pub(super) comment: Option<String>,
+    /// `attcompression` (`p`, `l`, or empty for the default).
+    pub(super) compression: String,
 }
 
 /// An index of the source tree.
@@ -61,6 +63,26 @@ pub(super) struct SourceIndexFacts {
     pub(super) options: Vec<String>,
     pub(super) comment: Option<String>,
     pub(super) constraint_comment: Option<String>,
+    /// Explicit statistics targets of its columns, as `ALTER INDEX … ALTER COLUMN`
+    /// takes them: `(column number, target)`.
+    pub(super) statistics: Vec<(i32, i32)>,
+}
+
+/// The explicit statistics targets of an index's columns (`i`: the `pg_index` row),
+/// as `attnum:target` texts.
+pub(super) const INDEX_STATISTICS: &str = "ARRAY(SELECT a.attnum::pg_catalog.text || ':' || a.attstattarget::pg_catalog.text \
+      FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) i.indexrelid \
+       AND coalesce(a.attstattarget::pg_catalog.int4, -1) OPERATOR(pg_catalog.<>) -1 ORDER BY a.attnum)";
+
+/// Parses [`INDEX_STATISTICS`].
+pub(super) fn index_statistics(texts: Vec<String>) -> Vec<(i32, i32)> {
+    texts
+        .iter()
+        .filter_map(|t| {
+            let (column, target) = t.split_once(':')?;
+            Some((column.parse().ok()?, target.parse().ok()?))
+        })
+        .collect()
 }
 
 pub(super) async fn read_relations(
@@ -97,7 +119,7 @@ pub(super) async fn read_relations(
                         coalesce(a.attoptions, '{}')::pg_catalog.text[], pg_catalog.col_description(a.attrelid, a.attnum), \
                         (SELECT pg_catalog.pg_get_expr(d.adbin, d.adrelid) FROM pg_catalog.pg_attrdef d \
                           WHERE d.adrelid OPERATOR(pg_catalog.=) a.attrelid AND d.adnum OPERATOR(pg_catalog.=) a.attnum), \
-                        a.attnotnull, a.attgenerated::pg_catalog.text \
+                        a.attnotnull, a.attgenerated::pg_catalog.text, a.attcompression::pg_catalog.text \
                    FROM pg_catalog.pg_attribute a \
                   WHERE a.attrelid OPERATOR(pg_catalog.=) $1 AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped \
                   ORDER BY a.attnum",
@@ -122,6 +144,7 @@ pub(super) async fn read_relations(
                     statistics: r.get(1),
                     options: r.get(2),
                     comment: r.get(3),
+                    compression: r.get(7),
                 })
                 .collect(),
             defaults: columns
@@ -141,19 +164,21 @@ pub(super) async fn read_source_indexes(
     let oids: Vec<u32> = tree.iter().map(|r| r.oid).collect();
     let rows = client
         .query(
-            "SELECT i.indrelid, ic.relname::pg_catalog.text, pg_catalog.pg_get_indexdef(i.indexrelid), \
+            format!("SELECT i.indrelid, ic.relname::pg_catalog.text, pg_catalog.pg_get_indexdef(i.indexrelid), \
                     con.conname::pg_catalog.text, CASE WHEN con.oid IS NOT NULL THEN pg_catalog.pg_get_constraintdef(con.oid) END, \
                     (SELECT p.relname::pg_catalog.text FROM pg_catalog.pg_inherits h JOIN pg_catalog.pg_class p ON p.oid OPERATOR(pg_catalog.=) h.inhparent \
                       WHERE h.inhrelid OPERATOR(pg_catalog.=) i.indexrelid), \
                     (SELECT ts.spcname::pg_catalog.text FROM pg_catalog.pg_tablespace ts WHERE ts.oid OPERATOR(pg_catalog.=) ic.reltablespace), \
-                    i.indisreplident, i.indisclustered, i.indisvalid, coalesce(ic.reloptions, '{}')::pg_catalog.text[], \
+                    i.indisreplident, i.indisclustered, i.indisvalid, coalesce(ic.reloptions, '{{}}')::pg_catalog.text[], \
                     pg_catalog.obj_description(i.indexrelid, 'pg_class'), \
-                    CASE WHEN con.oid IS NOT NULL THEN pg_catalog.obj_description(con.oid, 'pg_constraint') END \
+                    CASE WHEN con.oid IS NOT NULL THEN pg_catalog.obj_description(con.oid, 'pg_constraint') END, \
+                    {INDEX_STATISTICS} \
                FROM pg_catalog.pg_index i \
                JOIN pg_catalog.pg_class ic ON ic.oid OPERATOR(pg_catalog.=) i.indexrelid \
                LEFT JOIN pg_catalog.pg_constraint con ON con.conindid OPERATOR(pg_catalog.=) i.indexrelid \
-                    AND con.conrelid OPERATOR(pg_catalog.=) i.indrelid AND con.contype OPERATOR(pg_catalog.=) ANY ('{p,u,x}') \
-              WHERE i.indrelid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[]) ORDER BY i.indexrelid",
+                    AND con.conrelid OPERATOR(pg_catalog.=) i.indrelid AND con.contype OPERATOR(pg_catalog.=) ANY ('{{p,u,x}}') \
+              WHERE i.indrelid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[]) ORDER BY i.indexrelid"
+            ).as_str(),
             &[&oids],
         )
         .await
@@ -181,6 +206,7 @@ pub(super) async fn read_source_indexes(
                 options: row.get(10),
                 comment: row.get(11),
                 constraint_comment: row.get(12),
+                statistics: index_statistics(row.get(13)),
             }
         })
         .collect())

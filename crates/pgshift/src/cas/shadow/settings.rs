@@ -148,8 +148,27 @@ pub(super) async fn settings(
             statistics,
             options,
             comment,
+            compression,
         } in &relation.columns
         {
+            // A partition made with PARTITION OF takes the table's compression; the
+            // source's partition may have another.
+            let table_compression = tree[0]
+                .columns
+                .iter()
+                .find(|c| &c.name == column)
+                .map(|c| c.compression.as_str());
+            if position > 0 && table_compression.is_some_and(|c| c != compression) {
+                let method = match compression.as_str() {
+                    "p" => "pglz",
+                    "l" => "lz4",
+                    _ => "default",
+                };
+                sql.push(format!(
+                    "ALTER TABLE ONLY {target} ALTER COLUMN {} SET COMPRESSION {method}",
+                    quote_ident(column)
+                ));
+            }
             if let Some(statistics) = statistics {
                 sql.push(format!(
                     "ALTER TABLE ONLY {target} ALTER COLUMN {} SET STATISTICS {statistics}",
@@ -201,6 +220,21 @@ pub(super) async fn settings(
                 }
             }
             _ => {}
+        }
+        // Statistics targets of index columns (the table's indexes before its
+        // partitions', whose own targets come after).
+        for index in source_indexes.iter().filter(|i| i.relation == position) {
+            if let Some(name) = scratch_name(index) {
+                for (column, statistics) in &index.statistics {
+                    sql.push(format!(
+                        "ALTER INDEX {} ALTER COLUMN {column} SET STATISTICS {statistics}",
+                        QualifiedName {
+                            schema: target.schema.clone(),
+                            name: name.clone(),
+                        }
+                    ));
+                }
+            }
         }
         if let Some(name) = source_indexes
             .iter()
