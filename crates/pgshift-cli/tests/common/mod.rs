@@ -1,5 +1,7 @@
 //! Running the real `pgshift` binary from tests.
 
+pub mod cas;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 

@@ -14,6 +14,7 @@ pub mod cutover;
 pub mod error;
 pub mod keys;
 pub mod ledger;
+pub mod liveness;
 pub mod names;
 pub mod plan;
 pub mod privileges;
@@ -26,6 +27,7 @@ pub mod store;
 pub mod verify;
 
 pub use error::CasError;
+pub use liveness::{await_cutover, CutoverOutcome, RunStatus};
 pub use plan::{CutoverBudgets, Mode, RunOptions};
 pub use run::{
     abort, request_cutover, resume, resume_id, start, start_request, status, CasProgress,
