@@ -382,7 +382,7 @@ fn allow_blocking_names_are_checked_before_anything_runs() {
         ]);
         assert_eq!(run.code, 1, "{bad:?}: {}", run.stderr);
         assert!(
-            run.stderr.contains("--allow-blocking"),
+            run.stderr.contains("invalid value") && run.stderr.contains("--allow-blocking"),
             "{bad:?}: {}",
             run.stderr
         );
