@@ -228,6 +228,28 @@ fn every_command_prints_one_error_document_under_json() {
 }
 
 #[test]
+fn lint_reports_an_unreadable_schema_file_in_its_json() {
+    let run = pgshift(&[
+        "lint",
+        "--format",
+        "json",
+        "--schema",
+        "no/such/schema.sql",
+        "crates/pgshift/tests/data/migrations/relay/0006_channels_name_not_null.sql",
+    ]);
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    let doc = json(&run);
+    assert_eq!(doc["summary"]["input_errors"], 1, "{doc}");
+    let files = doc["files"].as_array().expect("files");
+    assert!(
+        files
+            .iter()
+            .any(|f| f["path"] == "no/such/schema.sql" && f["error"]["kind"] == "read"),
+        "the JSON says which input could not be read: {doc}"
+    );
+}
+
+#[test]
 fn migrate_dry_run_exits_by_the_verdict_as_plan_does() {
     let (cluster, db) = database(
         "contract_dry_refused",
