@@ -69,7 +69,7 @@ impl CliError {
     pub fn report(&self, command: &str, format: Format) -> u8 {
         eprintln!("pgshift {command}: {}", self.message);
         if let Some(hint) = &self.hint {
-            eprintln!("  hint: {hint}");
+            eprint!("{}", render::do_this_line(hint, "  "));
         }
         self.report_json_only(command, format)
     }
@@ -103,13 +103,13 @@ pub fn invalid_url(err: &impl std::fmt::Display) -> CliError {
     .hint("give --url postgresql://user@host:port/database (or key=value pairs), or set PGSHIFT_URL / the PG* variables")
 }
 
-/// Connecting failed.
+/// Connecting failed. The error already says what the server or the operating system
+/// said and what to do next (`pgshift::connect`'s diagnosis), so there is no hint.
 pub fn connect_failed(target: &str, err: &impl std::fmt::Display) -> CliError {
     CliError::new(
         "connect-failed",
         format!("cannot connect to {target}: {err}"),
     )
-    .hint("check that the server is running and accepts connections, and the host, port, user and database in --url")
 }
 
 /// The async runtime could not start.

@@ -63,7 +63,13 @@ async fn run_async(args: &PlanArgs) -> Result<u8, CliError> {
     }
     let spec = super::spec(args.url.as_deref())?;
     let session = super::session(&spec, &SessionBudgets::READ_ONLY_PLAN).await?;
-    let mode = args.transaction_mode.into();
+    // `--sql` is run by `apply --sql` statement by statement, with no migration runner
+    // around it; `--transaction-mode` describes the runner of files.
+    let mode = if args.sql.is_some() {
+        TransactionMode::Statement
+    } else {
+        args.transaction_mode.into()
+    };
     let report = plan_report(&session, plan_inputs, mode, &args.cas.options())
         .await
         .map_err(|err| CliError::new("plan-failed", err.to_string()))?;

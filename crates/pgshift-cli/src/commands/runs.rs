@@ -116,10 +116,16 @@ fn resume_or_abort(table: &str) -> String {
 fn cas_error(err: &CasError, table: &str) -> CliError {
     let message = err.to_string();
     match err {
-        CasError::Refused(_) => CliError::new("refused", message).exit(exit::FINDINGS),
-        CasError::CutoverRefused(_) => CliError::new("cutover-refused", message)
+        CasError::Refused(refusal) => CliError::new("refused", message)
             .exit(exit::FINDINGS)
-            .hint(resume_or_abort(table)),
+            .hint(refusal.next_step.clone()),
+        CasError::CutoverRefused(refusal) => CliError::new("cutover-refused", message)
+            .exit(exit::FINDINGS)
+            .hint(format!(
+                "{} — or {}",
+                refusal.next_step,
+                resume_or_abort(table)
+            )),
         CasError::Busy { .. } => CliError::new("busy", message)
             .exit(exit::FINDINGS)
             .hint("another process is running this table's run; pgshift status shows it"),
@@ -132,8 +138,7 @@ fn cas_error(err: &CasError, table: &str) -> CliError {
             .hint(format!(
                 "pgshift abort --url … {table} removes the run; the source is untouched"
             )),
-        CasError::Connect(_) => CliError::new("connect-failed", message)
-            .hint("check that the server is running and accepts connections, and --url"),
+        CasError::Connect(_) => CliError::new("connect-failed", message),
         CasError::Interrupted { .. } => {
             CliError::new("interrupted", message).hint(resume_or_abort(table))
         }
@@ -461,5 +466,27 @@ fn progress_style(format: Format) -> render::ProgressStyle {
         Format::Json => render::ProgressStyle::Json,
         Format::Text if std::io::stderr().is_terminal() => render::ProgressStyle::Bar,
         Format::Text => render::ProgressStyle::Lines,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pgshift::cas::CasError;
+    use pgshift::refusal::{Refusal, RefusalCause};
+
+    #[test]
+    fn a_refused_run_ends_with_its_next_step() {
+        let refused = CasError::Refused(Refusal::new(RefusalCause::NoUsableKey, "no key"));
+        let error = super::cas_error(&refused, "t");
+        assert_eq!(error.exit, crate::exit::FINDINGS);
+        assert_eq!(
+            error.hint.as_deref(),
+            Some("Add a primary key first (built concurrently), then run the change again.")
+        );
+        let refused = CasError::CutoverRefused(
+            Refusal::new(RefusalCause::SchemaChanged, "changed").with_next_step("abort it"),
+        );
+        let hint = super::cas_error(&refused, "t").hint.unwrap_or_default();
+        assert!(hint.starts_with("abort it — or pgshift resume"), "{hint}");
     }
 }

@@ -5,6 +5,8 @@ use std::fmt::Write;
 use pgshift::exec::Scheduled;
 use pgshift::migrate::{FileStatus, MigrateOutcome, MigrateVerdict};
 
+use super::style::{paint, Tone};
+
 /// The verdict as text.
 pub fn migrate(verdict: &MigrateVerdict) -> String {
     let mut out = String::new();
@@ -69,6 +71,7 @@ pub fn migrate(verdict: &MigrateVerdict) -> String {
                     "      line {}: {}: {}",
                     refusal.line, refusal.refusal.cause, refusal.refusal.message
                 );
+                out.push_str(&super::do_this(&refusal.refusal, "        "));
             }
             if matches!(file.status, FileStatus::Planned) {
                 for item in &schedule.items {
@@ -84,6 +87,7 @@ pub fn migrate(verdict: &MigrateVerdict) -> String {
         if let Some(v) = &file.verdict {
             if let Some(refusal) = &v.runtime_refusal {
                 let _ = writeln!(out, "      {}: {}", refusal.cause, refusal.message);
+                out.push_str(&super::do_this(refusal, "        "));
             }
             if let Some(failed) = v.failed_unit.and_then(|i| v.units.get(i)) {
                 if let Some(report) = &failed.report {
@@ -101,24 +105,28 @@ pub fn migrate(verdict: &MigrateVerdict) -> String {
             }
         }
     }
-    let last = match (verdict.outcome, verdict.dry_run, &verdict.interrupted) {
-        (MigrateOutcome::Failed, false, Some(signal)) => {
-            format!("Stopped by {signal}: the files after it were not run; run migrate again to continue.")
-        }
-        (MigrateOutcome::Done, ..) => "Done online.".to_owned(),
-        (MigrateOutcome::DoneWithBlocking, ..) => {
-            "Done, through accepted blocking steps.".to_owned()
-        }
-        (MigrateOutcome::Refused, true, _) => {
-            "Dry run: a pending file would be REFUSED; nothing was written.".to_owned()
-        }
-        (MigrateOutcome::Failed, true, _) => {
-            "Dry run: a pending file cannot be used; nothing was written.".to_owned()
-        }
-        (MigrateOutcome::Refused, false, _) => "Stopped at a refused file.".to_owned(),
-        (MigrateOutcome::Failed, false, _) => "Stopped at a failed file.".to_owned(),
-        (MigrateOutcome::Planned, ..) => "Dry run: nothing was written.".to_owned(),
+    let (tone, last) = match (verdict.outcome, verdict.dry_run, &verdict.interrupted) {
+        (MigrateOutcome::Failed, false, Some(signal)) => (
+            Tone::Bad,
+            format!("Stopped by {signal}: the files after it were not run; run migrate again to continue."),
+        ),
+        (MigrateOutcome::Done, ..) => (Tone::Good, "Done online.".to_owned()),
+        (MigrateOutcome::DoneWithBlocking, ..) => (
+            Tone::Caution,
+            "Done, through accepted blocking steps.".to_owned(),
+        ),
+        (MigrateOutcome::Refused, true, _) => (
+            Tone::Bad,
+            "Dry run: a pending file would be REFUSED; nothing was written.".to_owned(),
+        ),
+        (MigrateOutcome::Failed, true, _) => (
+            Tone::Bad,
+            "Dry run: a pending file cannot be used; nothing was written.".to_owned(),
+        ),
+        (MigrateOutcome::Refused, false, _) => (Tone::Bad, "Stopped at a refused file.".to_owned()),
+        (MigrateOutcome::Failed, false, _) => (Tone::Bad, "Stopped at a failed file.".to_owned()),
+        (MigrateOutcome::Planned, ..) => (Tone::Note, "Dry run: nothing was written.".to_owned()),
     };
-    let _ = writeln!(out, "{last}");
+    let _ = writeln!(out, "{}", paint(tone, &last));
     out
 }

@@ -4,20 +4,42 @@
 mod apply;
 mod cas_progress;
 mod cas_report;
+mod explain;
 mod findings;
+mod github;
+mod locate;
 mod migrate;
 mod plan;
 mod progress;
+mod sarif;
+pub mod style;
 
 pub use apply::apply;
 pub use cas_progress::{CasView, Style as ProgressStyle};
 pub use cas_report::cas_report;
+pub use explain::{list as explain_list, page as explain_page};
 pub use findings::{finding, lint_summary, no_statements_finding};
+pub use github::github;
 pub use migrate::migrate;
 pub use plan::plan;
 pub use progress::ProgressDisplay;
+pub use sarif::sarif;
 
+use pgshift::refusal::Refusal;
 use serde::Serialize;
+
+/// The "do this" line that ends every refusal, indented by `indent`.
+pub fn do_this(refusal: &Refusal, indent: &str) -> String {
+    do_this_line(&refusal.next_step, indent)
+}
+
+/// A "do this" line: what to do next, after an error or a refusal.
+pub fn do_this_line(next_step: &str, indent: &str) -> String {
+    format!(
+        "{indent}{} {next_step}\n",
+        style::paint(style::Tone::Heading, "do this:"),
+    )
+}
 
 /// Prints a report as pretty JSON on stdout.
 pub fn print_json<T: Serialize>(report: &T) {

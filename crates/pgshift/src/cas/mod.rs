@@ -17,6 +17,7 @@ pub mod ledger;
 pub mod liveness;
 pub mod names;
 pub mod plan;
+pub mod preflight;
 pub mod privileges;
 pub mod run;
 pub mod session;
@@ -29,6 +30,7 @@ pub mod verify;
 pub use error::CasError;
 pub use liveness::{await_cutover, CutoverOutcome, RunStatus};
 pub use plan::{CutoverBudgets, Mode, RunOptions};
+pub use preflight::{preflight, preflight_read_only, Preflight};
 pub use run::{
     abort, request_cutover, resume, resume_id, start, start_request, status, CasProgress,
     CutoverRequest, Request, RunReport, Silent,
