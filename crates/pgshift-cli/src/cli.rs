@@ -1,19 +1,31 @@
 //! Flags and commands.
 
 use clap::{Parser, Subcommand, ValueEnum};
+use pgshift_sql::QualifiedName;
 
 const EXIT_CODES: &str = "\
 Exit codes:
   0  lint: no error-severity finding; plan: every statement can run online;
-     apply/migrate: done, online (migrate --dry-run: planned)
+     apply/migrate: done, online; migrate --dry-run: every pending file can run
   1  the command line, an input file, the directory or the connection could not be
-     used; apply/migrate: failed after starting (the committed prefix is reported)
-  2  lint: at least one error-severity finding; plan: a statement would be refused;
-     apply: refused, nothing committed; migrate: stopped at a refused file, or an
-     applied file changed, or another runner holds the lock
+     used (nothing ran); apply/migrate: failed after starting (the committed prefix
+     is reported), or stopped at a safe point by SIGINT/SIGTERM (a copy-and-swap run
+     stays resumable; the resume and abort commands are printed)
+  2  lint: at least one error-severity finding; plan, migrate --dry-run: a statement
+     would be refused; apply: refused, nothing committed (a refused statement, the
+     lock budget, a table busy with another run); migrate: stopped at a refused file,
+     an applied file changed, or another runner holds the lock
   3  apply/migrate: done, through a blocking form accepted with --allow-blocking
-status/resume/abort/cutover: 0 done; 1 failed or could not connect; 2 refused
-(nothing swapped: a busy table, a run in the wrong state, a refusal)";
+  130, 143  a second SIGINT (130) or SIGTERM (143) ended the process at once, with
+     no verdict; a copy-and-swap run it was running stays resumable
+status/resume/abort: 0 done; 1 failed, interrupted or could not connect; 2 refused
+(nothing changed: a busy table, a run in the wrong state, a refusal, a divergence)
+cutover: 0 swapped; 1 the run failed, no live process runs it, or no outcome within
+--wait-timeout-s; 2 refused (the run's reason; or no deferred run to swap)
+cutover --no-wait: 0 requested, and a live process runs the run; 1 requested, but no
+process runs it (pgshift resume swaps it); 2 refused
+With --format json, stdout holds one JSON document, errors included (kind \"error\",
+code, message, hint, exit_code).";
 
 /// `--version`: the crate version and the git commit it was built from.
 const VERSION: &str = concat!(
@@ -122,9 +134,10 @@ pub enum Command {
     /// log, functions) and mark it aborted; refused once the swap has committed.
     #[command(after_help = EXIT_CODES)]
     Abort(RunTableArgs),
-    /// Let a run started with --defer-cutover swap now (it re-checks everything first).
+    /// Let a run started with --defer-cutover swap now (it re-checks everything first),
+    /// and wait for the outcome.
     #[command(after_help = EXIT_CODES)]
-    Cutover(RunTableArgs),
+    Cutover(CutoverArgs),
     /// Start a throwaway local PostgreSQL, load the relay workload, and rewrite its
     /// partitioned `events` table online under live writers; then remove it.
     Demo(DemoArgs),
@@ -183,11 +196,26 @@ pub struct RunTableArgs {
     #[arg(long, env = "PGSHIFT_URL", value_name = "URL", hide_env_values = true)]
     pub url: Option<String>,
     /// The table of the run (`table` or `schema.table`).
-    #[arg(value_name = "TABLE")]
-    pub table: String,
+    #[arg(value_name = "TABLE", value_parser = crate::table_arg::parse)]
+    pub table: QualifiedName,
     /// Output format (progress goes to stderr either way).
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+}
+
+/// `pgshift cutover TABLE`.
+#[derive(Debug, clap::Args)]
+pub struct CutoverArgs {
+    /// The run.
+    #[command(flatten)]
+    pub run: RunTableArgs,
+    /// Only record the request and return (exit 0 when a live process runs the run,
+    /// 1 when none does); without it, wait for the swap and exit by its outcome.
+    #[arg(long)]
+    pub no_wait: bool,
+    /// The longest wait for the outcome, in seconds (progress on stderr meanwhile).
+    #[arg(long, default_value_t = 600, value_name = "S", value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub wait_timeout_s: u64,
 }
 
 /// How copy-and-swap handles writes during a run.
@@ -315,6 +343,10 @@ pub struct PlanArgs {
     /// The largest file read, in bytes.
     #[arg(long, default_value_t = pgshift::source::DEFAULT_MAX_FILE_BYTES, value_name = "BYTES")]
     pub max_file_bytes: u64,
+    /// Copy-and-swap options, as `apply` would be given them: the budgets the plan
+    /// states for the locks a copy-and-swap run takes.
+    #[command(flatten, next_help_heading = "Copy-and-swap (as apply would run it)")]
+    pub cas: CasArgs,
 }
 
 /// `pgshift demo`.
@@ -394,9 +426,10 @@ pub struct ApplyArgs {
     #[arg(long, value_name = "SQL")]
     pub sql: Option<String>,
     /// Run the blocking form of a rewrite on this table (repeatable; `table` or
-    /// `schema.table`): it holds ACCESS EXCLUSIVE for the whole rewrite.
-    #[arg(long, value_name = "TABLE")]
-    pub allow_blocking: Vec<String>,
+    /// `schema.table`): it holds ACCESS EXCLUSIVE for the whole rewrite. Refused
+    /// when no statement touches the table.
+    #[arg(long, value_name = "TABLE", value_parser = crate::table_arg::parse)]
+    pub allow_blocking: Vec<QualifiedName>,
     /// Output format (progress goes to stderr either way).
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
@@ -431,9 +464,10 @@ pub struct MigrateArgs {
     /// Apply a pending file even if a newer version is already applied.
     #[arg(long)]
     pub allow_out_of_order: bool,
-    /// Run the blocking form of a rewrite on this table (repeatable).
-    #[arg(long, value_name = "TABLE")]
-    pub allow_blocking: Vec<String>,
+    /// Run the blocking form of a rewrite on this table (repeatable). Refused when
+    /// no pending file touches the table.
+    #[arg(long, value_name = "TABLE", value_parser = crate::table_arg::parse)]
+    pub allow_blocking: Vec<QualifiedName>,
     /// Output format (progress goes to stderr either way).
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,

@@ -3,8 +3,11 @@
 
 mod cli;
 mod commands;
+mod errors;
 mod exit;
 mod render;
+mod signals;
+mod table_arg;
 
 use std::process::ExitCode;
 

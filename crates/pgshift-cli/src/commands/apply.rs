@@ -1,16 +1,20 @@
 //! `pgshift apply`: run a migration file (or SQL) the safest way that exists.
 
-use pgshift::connect::{connect, ConnectionSpec, Session, SessionBudgets};
-use pgshift::exec::{apply, ApplyOptions, CasSettings, Outcome, Sessions, TokioSleeper};
+use pgshift::connect::{Session, SessionBudgets};
+use pgshift::exec::{
+    allow_blocking, apply, ApplyOptions, CasSettings, Outcome, Sessions, TokioSleeper,
+};
 use pgshift::plan::{plan, PlanInput};
 use pgshift::report::{self, ApplyReport, ApplySummary};
 use pgshift::script::TransactionMode;
 use pgshift_sql::QualifiedName;
 
-use super::inputs;
+use super::inputs::{self, ParsedInput};
 use crate::cli::{ApplyArgs, Format};
+use crate::errors::CliError;
 use crate::exit;
 use crate::render;
+use crate::signals;
 
 /// Session budgets of an apply: the session defaults, which every step overrides with
 /// its own (`SET LOCAL`).
@@ -22,80 +26,68 @@ pub(crate) const APPLY_SESSION: SessionBudgets = SessionBudgets {
 
 /// Runs `pgshift apply` and returns the exit code.
 pub fn run(args: &ApplyArgs) -> u8 {
-    match super::runtime() {
-        Some(runtime) => runtime.block_on(run_async(args)),
-        None => exit::INPUT_ERROR,
-    }
+    let result = super::runtime().and_then(|runtime| runtime.block_on(run_async(args)));
+    result.unwrap_or_else(|err| err.report("apply", args.format))
 }
 
-/// A table name from the command line: `table`, `schema.table`, with optional double
-/// quotes around either part.
-pub fn table_name(text: &str) -> QualifiedName {
-    let unquote = |part: &str| {
-        part.strip_prefix('"')
-            .and_then(|p| p.strip_suffix('"'))
-            .map_or_else(|| part.to_lowercase(), |p| p.replace("\"\"", "\""))
-    };
-    match text.split_once('.') {
-        Some((schema, name)) => QualifiedName::qualified(unquote(schema), unquote(name)),
-        None => QualifiedName::bare(unquote(text)),
-    }
-}
-
-async fn run_async(args: &ApplyArgs) -> u8 {
-    let budgets = args.budgets.budgets();
-    if let Err(err) = budgets.validate() {
-        eprintln!("pgshift apply: {err}");
-        return exit::INPUT_ERROR;
-    }
-    let parsed = match (&args.sql, &args.file) {
-        (Some(sql), _) => inputs::from_sql(sql),
+/// The one input of an apply: `--sql`, or one file. A directory is refused: `apply`
+/// keeps no history, so a directory applied twice would run every file twice, and
+/// running its files in order with a record of each is what `migrate` does.
+fn input(args: &ApplyArgs) -> Result<ParsedInput, CliError> {
+    match (&args.sql, &args.file) {
+        (Some(sql), _) => inputs::from_sql(sql).map_err(|failure| failure.error()),
+        (None, Some(file)) if std::path::Path::new(file).is_dir() => Err(CliError::new(
+            "directory-not-accepted",
+            format!("{file} is a directory; apply runs one file (or --sql), and nothing was run"),
+        )
+        .hint(format!(
+            "pgshift migrate --url … {file} applies a directory's pending NNNN_name.sql files in order, with a history; pgshift plan {file} shows what each would do"
+        ))),
         (None, Some(file)) => {
             match inputs::load(std::slice::from_ref(file), args.max_file_bytes).pop() {
-                Some(loaded) => loaded,
-                None => {
-                    eprintln!("pgshift apply: {file}: nothing to read");
-                    return exit::INPUT_ERROR;
-                }
+                Some(loaded) => loaded.map_err(|failure| failure.error()),
+                None => Err(CliError::new(
+                    "input-unreadable",
+                    format!("{file}: nothing to read"),
+                )),
             }
         }
-        (None, None) => {
-            eprintln!("pgshift apply: give a migration file or --sql");
-            return exit::INPUT_ERROR;
-        }
-    };
-    let parsed = match parsed {
-        Ok(parsed) => parsed,
-        Err(failure) => {
-            eprintln!("{}", failure.render());
-            eprintln!("pgshift apply: nothing was run");
-            return exit::INPUT_ERROR;
-        }
-    };
-    let spec = match ConnectionSpec::parse(&super::connection::connection_text(args.url.as_deref()))
-    {
-        Ok(spec) => spec,
-        Err(err) => {
-            eprintln!("pgshift apply: the connection string is not valid: {err}");
-            return exit::INPUT_ERROR;
-        }
-    };
-    let (session, monitor) = match (
-        connect(&spec, &APPLY_SESSION).await,
-        connect(&spec, &SessionBudgets::READ_ONLY_PLAN).await,
-    ) {
-        (Ok(session), Ok(monitor)) => (session, Some(monitor)),
-        (Ok(session), Err(_)) => (session, None),
-        (Err(err), _) => {
-            eprintln!(
-                "pgshift apply: cannot connect to {}: {err}",
-                spec.redacted()
-            );
-            return exit::INPUT_ERROR;
-        }
-    };
+        (None, None) => Err(CliError::new("usage", "give a migration file or --sql")
+            .hint("see pgshift apply --help")),
+    }
+}
+
+/// Refuses `--allow-blocking` names that no statement touches.
+pub fn check_allow_blocking<'s>(
+    allowed: &[QualifiedName],
+    scripts: impl IntoIterator<Item = &'s pgshift::script::Script>,
+) -> Result<(), CliError> {
+    match allow_blocking::untouched(allowed, scripts).first() {
+        None => Ok(()),
+        Some(name) => Err(CliError::new(
+            "allow-blocking-unused",
+            format!(
+                "--allow-blocking {}: no statement touches this table, so it accepts nothing; nothing was run",
+                allow_blocking::command_line_name(name)
+            ),
+        )
+        .hint("name a table the statements lock (`table` or `schema.table`), or drop the flag")),
+    }
+}
+
+async fn run_async(args: &ApplyArgs) -> Result<u8, CliError> {
+    let budgets = args.budgets.budgets();
+    budgets
+        .validate()
+        .map_err(|err| CliError::new("invalid-budget", err.to_string()))?;
+    let parsed = input(args)?;
+    let spec = super::spec(args.url.as_deref())?;
+    let session = super::session(&spec, &APPLY_SESSION).await?;
+    let monitor = super::session(&spec, &SessionBudgets::READ_ONLY_PLAN)
+        .await
+        .ok();
     let path = parsed.path.clone();
-    let planned = match plan(
+    let planned = plan(
         &session,
         vec![PlanInput {
             path: parsed.path,
@@ -104,24 +96,23 @@ async fn run_async(args: &ApplyArgs) -> u8 {
         TransactionMode::Statement,
     )
     .await
-    {
-        Ok(planned) => planned,
-        Err(err) => {
-            eprintln!("pgshift apply: {err}");
-            return exit::INPUT_ERROR;
-        }
-    };
+    .map_err(|err| CliError::new("plan-failed", err.to_string()))?;
     let Some(file) = planned.files.first() else {
-        return exit::INPUT_ERROR;
+        return Err(CliError::new(
+            "input-unreadable",
+            format!("{path}: nothing to plan"),
+        ));
     };
+    check_allow_blocking(&args.allow_blocking, [&file.script])?;
     let options = ApplyOptions {
         budgets,
-        allow_blocking: args.allow_blocking.iter().map(|t| table_name(t)).collect(),
+        allow_blocking: args.allow_blocking.clone(),
         copy_and_swap: Some(CasSettings {
             spec: spec.clone(),
             options: args.cas.options(),
         }),
     };
+    signals::install();
     let verdict = run_apply(
         &session,
         monitor.as_ref(),
@@ -147,7 +138,7 @@ async fn run_async(args: &ApplyArgs) -> u8 {
         Format::Json => render::print_json(&report),
         Format::Text => print!("{}", render::apply(&report, &file.script)),
     }
-    code
+    Ok(code)
 }
 
 async fn run_apply(
@@ -173,24 +164,5 @@ pub fn exit_code(outcome: Outcome) -> u8 {
         Outcome::DoneWithBlocking => exit::DONE_BLOCKING,
         Outcome::Refused => exit::FINDINGS,
         Outcome::Failed => exit::INPUT_ERROR,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::table_name;
-    use pgshift_sql::QualifiedName;
-
-    #[test]
-    fn table_names_fold_case_unless_quoted() {
-        assert_eq!(table_name("Events"), QualifiedName::bare("events"));
-        assert_eq!(
-            table_name("app.events"),
-            QualifiedName::qualified("app", "events")
-        );
-        assert_eq!(
-            table_name("\"My\".\"Tab\"\"le\""),
-            QualifiedName::qualified("My", "Tab\"le")
-        );
     }
 }

@@ -64,8 +64,9 @@ struct DemoReport<'a> {
 
 /// Runs `pgshift demo` and returns the exit code.
 pub fn run(args: &DemoArgs) -> u8 {
-    let Some(runtime) = super::runtime() else {
-        return exit::INPUT_ERROR;
+    let runtime = match super::runtime() {
+        Ok(runtime) => runtime,
+        Err(err) => return err.report("demo", crate::cli::Format::Text),
     };
     let started = Instant::now();
     let out = args.out.clone().map_or_else(default_out_dir, PathBuf::from);
@@ -139,7 +140,7 @@ async fn demo(cluster: &Cluster, args: &DemoArgs, out: &Path) -> Result<bool, St
     let events_seeded = seeded.total();
     done(&format!("{events_seeded} events"));
     let spec = ConnectionSpec::parse(&conninfo).map_err(|e| e.to_string())?;
-    super::demo_front_door::show(&spec, REWRITE).await?;
+    super::demo_front_door::show(&spec, REWRITE, &args.cas.options()).await?;
 
     let writers = 4;
     let replica_writers = 1;

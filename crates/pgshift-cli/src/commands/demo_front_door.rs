@@ -48,7 +48,11 @@ COMMIT;
 
 /// Prints the plan of each change, `rewrite` last, and the lint of the risky
 /// migration.
-pub(super) async fn show(spec: &ConnectionSpec, rewrite: &str) -> Result<(), String> {
+pub(super) async fn show(
+    spec: &ConnectionSpec,
+    rewrite: &str,
+    cas: &pgshift::cas::RunOptions,
+) -> Result<(), String> {
     let session = connect(spec, &SessionBudgets::READ_ONLY_PLAN)
         .await
         .map_err(|e| e.to_string())?;
@@ -60,7 +64,7 @@ pub(super) async fn show(spec: &ConnectionSpec, rewrite: &str) -> Result<(), Str
             path: "<demo>".to_owned(),
             statements: pgshift_sql::parse(sql).map_err(|e| e.to_string())?,
         };
-        let report = plan_report(&session, vec![input], TransactionMode::Statement)
+        let report = plan_report(&session, vec![input], TransactionMode::Statement, cas)
             .await
             .map_err(|e| e.to_string())?;
         let text = render::plan(&report, &spec.redacted());

@@ -1,5 +1,6 @@
 //! Reading and parsing the inputs of `lint` and `plan`, keeping failures per input.
 
+use crate::errors::CliError;
 use pgshift::report::InputErrorReport;
 use pgshift::source::{self, SourceError, SourceFile};
 use pgshift_sql::{ParseError, Statement};
@@ -32,6 +33,18 @@ impl InputFailure {
             }
             _ => format!("{}: error: {}", self.path, self.report.message),
         }
+    }
+}
+
+impl InputFailure {
+    /// The error document of an input that stops a command before its verdict.
+    pub fn error(&self) -> CliError {
+        let code = if self.report.kind == "parse" {
+            "input-unparsable"
+        } else {
+            "input-unreadable"
+        };
+        CliError::new(code, self.render())
     }
 }
 

@@ -30,6 +30,13 @@ pub fn run(args: &LintArgs) -> u8 {
                 text.push_str(&failure.render());
                 text.push('\n');
                 report.summary.input_errors += 1;
+                // In the report too: a JSON reader learns why it exits 1.
+                report.files.push(LintedFile {
+                    path: failure.path,
+                    statements: 0,
+                    transaction_mode: None,
+                    error: Some(failure.report),
+                });
             }
         }
     }

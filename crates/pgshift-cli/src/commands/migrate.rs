@@ -2,16 +2,18 @@
 
 use std::path::Path;
 
-use pgshift::connect::{connect, ConnectionSpec, SessionBudgets};
+use pgshift::connect::SessionBudgets;
 use pgshift::exec::{ApplyOptions, CasSettings, TokioSleeper};
 use pgshift::migrate::{migrate, MigrateError, MigrateOptions, MigrateOutcome, MigrateVerdict};
 use pgshift::report;
 use serde::Serialize;
 
-use super::apply::{table_name, APPLY_SESSION};
+use super::apply::APPLY_SESSION;
 use crate::cli::{Format, MigrateArgs};
+use crate::errors::CliError;
 use crate::exit;
 use crate::render;
+use crate::signals;
 
 /// The `pgshift migrate` JSON report.
 #[derive(Serialize)]
@@ -27,41 +29,24 @@ struct MigrateReport<'a> {
 
 /// Runs `pgshift migrate` and returns the exit code.
 pub fn run(args: &MigrateArgs) -> u8 {
-    match super::runtime() {
-        Some(runtime) => runtime.block_on(run_async(args)),
-        None => exit::INPUT_ERROR,
-    }
+    let result = super::runtime().and_then(|runtime| runtime.block_on(run_async(args)));
+    result.unwrap_or_else(|err| err.report("migrate", args.format))
 }
 
-async fn run_async(args: &MigrateArgs) -> u8 {
+async fn run_async(args: &MigrateArgs) -> Result<u8, CliError> {
     let budgets = args.budgets.budgets();
-    if let Err(err) = budgets.validate() {
-        eprintln!("pgshift migrate: {err}");
-        return exit::INPUT_ERROR;
-    }
-    let spec = match ConnectionSpec::parse(&super::connection::connection_text(args.url.as_deref()))
-    {
-        Ok(spec) => spec,
-        Err(err) => {
-            eprintln!("pgshift migrate: the connection string is not valid: {err}");
-            return exit::INPUT_ERROR;
-        }
-    };
-    let session = match connect(&spec, &APPLY_SESSION).await {
-        Ok(session) => session,
-        Err(err) => {
-            eprintln!(
-                "pgshift migrate: cannot connect to {}: {err}",
-                spec.redacted()
-            );
-            return exit::INPUT_ERROR;
-        }
-    };
-    let monitor = connect(&spec, &SessionBudgets::READ_ONLY_PLAN).await.ok();
+    budgets
+        .validate()
+        .map_err(|err| CliError::new("invalid-budget", err.to_string()))?;
+    let spec = super::spec(args.url.as_deref())?;
+    let session = super::session(&spec, &APPLY_SESSION).await?;
+    let monitor = super::session(&spec, &SessionBudgets::READ_ONLY_PLAN)
+        .await
+        .ok();
     let options = MigrateOptions {
         apply: ApplyOptions {
             budgets,
-            allow_blocking: args.allow_blocking.iter().map(|t| table_name(t)).collect(),
+            allow_blocking: args.allow_blocking.clone(),
             copy_and_swap: Some(CasSettings {
                 spec: spec.clone(),
                 options: args.cas.options(),
@@ -72,8 +57,11 @@ async fn run_async(args: &MigrateArgs) -> u8 {
         dry_run: args.dry_run,
         max_file_bytes: args.max_file_bytes,
     };
+    if !args.dry_run {
+        signals::install();
+    }
     let mut progress = render::ProgressDisplay::new(args.format == Format::Json);
-    let result = migrate(
+    let verdict = migrate(
         &session,
         monitor.as_ref(),
         Path::new(&args.dir),
@@ -81,20 +69,9 @@ async fn run_async(args: &MigrateArgs) -> u8 {
         &TokioSleeper,
         &mut progress,
     )
-    .await;
-    let verdict = match result {
-        Ok(verdict) => verdict,
-        Err(err) => {
-            eprintln!("pgshift migrate: {err}");
-            return error_code(&err);
-        }
-    };
-    let code = match verdict.outcome {
-        MigrateOutcome::Done | MigrateOutcome::Planned => exit::OK,
-        MigrateOutcome::DoneWithBlocking => exit::DONE_BLOCKING,
-        MigrateOutcome::Refused => exit::FINDINGS,
-        MigrateOutcome::Failed => exit::INPUT_ERROR,
-    };
+    .await
+    .map_err(|err| error(&err))?;
+    let code = exit_code(verdict.outcome);
     match args.format {
         Format::Json => render::print_json(&MigrateReport {
             format_version: report::FORMAT_VERSION,
@@ -107,15 +84,38 @@ async fn run_async(args: &MigrateArgs) -> u8 {
         }),
         Format::Text => print!("{}", render::migrate(&verdict)),
     }
-    code
+    Ok(code)
 }
 
-/// The exit code of an error that stopped the run before any file.
-fn error_code(err: &MigrateError) -> u8 {
+/// The exit code of a run's outcome (a dry run's too: a file that would be refused
+/// exits 2, as `plan` does on the same SQL).
+fn exit_code(outcome: MigrateOutcome) -> u8 {
+    match outcome {
+        MigrateOutcome::Done | MigrateOutcome::Planned => exit::OK,
+        MigrateOutcome::DoneWithBlocking => exit::DONE_BLOCKING,
+        MigrateOutcome::Refused => exit::FINDINGS,
+        MigrateOutcome::Failed => exit::INPUT_ERROR,
+    }
+}
+
+/// The error document of a run that stopped before any file.
+fn error(err: &MigrateError) -> CliError {
+    let message = err.to_string();
     match err {
-        MigrateError::ChangedAfterApply { .. } | MigrateError::AnotherRunner { .. } => {
-            exit::FINDINGS
-        }
-        _ => exit::INPUT_ERROR,
+        MigrateError::ChangedAfterApply { .. } => CliError::new("changed-after-apply", message)
+            .exit(exit::FINDINGS)
+            .hint("an applied migration must not change: restore it, and write a new migration for the change"),
+        MigrateError::AnotherRunner { .. } => CliError::new("another-runner", message)
+            .exit(exit::FINDINGS)
+            .hint("wait for the other pgshift migrate to finish, then run again"),
+        MigrateError::AllowBlockingUnused { .. } => CliError::new("allow-blocking-unused", message)
+            .hint("name a table the pending files lock (`table` or `schema.table`), or drop the flag"),
+        MigrateError::Directory { .. } => CliError::new("input-unreadable", message),
+        MigrateError::Unnumbered { .. }
+        | MigrateError::DuplicateVersion { .. }
+        | MigrateError::Gap { .. }
+        | MigrateError::OutOfOrder { .. } => CliError::new("migrations-directory", message),
+        MigrateError::Plan(_) => CliError::new("plan-failed", message),
+        _ => CliError::new("database", message),
     }
 }

@@ -15,6 +15,8 @@ mod shell;
 use std::process::ExitCode;
 
 use crate::cli::{Cli, Command, TransactionModeArg};
+use crate::errors::{self, CliError};
+use pgshift::connect::{connect, ConnectionSpec, Session, SessionBudgets};
 use pgshift::script::TransactionMode;
 
 /// Runs the command the user asked for.
@@ -38,18 +40,28 @@ pub fn run(cli: Cli) -> ExitCode {
 
 /// The async runtime of commands that talk to a server: two worker threads, so a
 /// copy-and-swap run's copy sessions, applier and progress do not wait on each other.
-pub(crate) fn runtime() -> Option<tokio::runtime::Runtime> {
-    match tokio::runtime::Builder::new_multi_thread()
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
+    tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-    {
-        Ok(runtime) => Some(runtime),
-        Err(err) => {
-            eprintln!("pgshift: cannot start the async runtime: {err}");
-            None
-        }
-    }
+        .map_err(|err| errors::no_runtime(&err))
+}
+
+/// The connection spec of `--url` (PG* variables fill in what it leaves out).
+pub(crate) fn spec(url: Option<&str>) -> Result<ConnectionSpec, CliError> {
+    ConnectionSpec::parse(&connection::connection_text(url))
+        .map_err(|err| errors::invalid_url(&err))
+}
+
+/// A session with `budgets`.
+pub(crate) async fn session(
+    spec: &ConnectionSpec,
+    budgets: &SessionBudgets,
+) -> Result<Session, CliError> {
+    connect(spec, budgets)
+        .await
+        .map_err(|err| errors::connect_failed(&spec.redacted(), &err))
 }
 
 impl From<TransactionModeArg> for TransactionMode {

@@ -1,37 +1,37 @@
 //! `pgshift plan`: how each statement would run against a live database.
 
-use pgshift::connect::{connect, ConnectionSpec, Session, SessionBudgets};
+use pgshift::cas::RunOptions;
+use pgshift::connect::{Session, SessionBudgets};
+use pgshift::exec::cas_locks::cas_locks;
 use pgshift::plan::{plan, PlanError, PlanInput};
 use pgshift::report::{self, PlanReport, PlanSummary, PlannedFile, PlannedStatement};
 use pgshift::script::TransactionMode;
 
 use super::inputs;
 use crate::cli::{Format, PlanArgs};
+use crate::errors::{self, CliError};
 use crate::exit;
 use crate::render;
 
 /// Runs `pgshift plan` and returns the exit code.
 pub fn run(args: &PlanArgs) -> u8 {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
+    let result = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-    {
-        Ok(runtime) => runtime,
-        Err(err) => {
-            eprintln!("pgshift: cannot start the async runtime: {err}");
-            return exit::INPUT_ERROR;
-        }
-    };
-    runtime.block_on(run_async(args))
+        .map_err(|err| errors::no_runtime(&err))
+        .and_then(|runtime| runtime.block_on(run_async(args)));
+    result.unwrap_or_else(|err| err.report("plan", args.format))
 }
 
-async fn run_async(args: &PlanArgs) -> u8 {
+async fn run_async(args: &PlanArgs) -> Result<u8, CliError> {
     let loaded = match (&args.sql, args.paths.is_empty()) {
         (Some(sql), _) => vec![inputs::from_sql(sql)],
         (None, false) => inputs::load(&args.paths, args.max_file_bytes),
         (None, true) => {
-            eprintln!("pgshift plan: give migration files or directories, or --sql");
-            return exit::INPUT_ERROR;
+            return Err(
+                CliError::new("usage", "give migration files or directories, or --sql")
+                    .hint("see pgshift plan --help"),
+            );
         }
     };
     let mut failures = Vec::new();
@@ -45,28 +45,24 @@ async fn run_async(args: &PlanArgs) -> u8 {
             Err(failure) => failures.push(failure),
         }
     }
-    if !failures.is_empty() {
-        for failure in &failures {
+    if let Some((last, others)) = failures.split_last() {
+        for failure in others {
             eprintln!("{}", failure.render());
         }
-        eprintln!("pgshift plan: nothing was planned because an input could not be read or parsed");
-        return exit::INPUT_ERROR;
+        let mut error = last.error();
+        error.message = format!(
+            "{}; nothing was planned because {} could not be read or parsed",
+            error.message,
+            if others.is_empty() {
+                "an input".to_owned()
+            } else {
+                format!("{} inputs", failures.len())
+            }
+        );
+        return Err(error);
     }
-    let spec = match ConnectionSpec::parse(&super::connection::connection_text(args.url.as_deref()))
-    {
-        Ok(spec) => spec,
-        Err(err) => {
-            eprintln!("pgshift plan: the connection string is not valid: {err}");
-            return exit::INPUT_ERROR;
-        }
-    };
-    let session = match connect(&spec, &SessionBudgets::READ_ONLY_PLAN).await {
-        Ok(session) => session,
-        Err(err) => {
-            eprintln!("pgshift plan: cannot connect to {}: {err}", spec.redacted());
-            return exit::INPUT_ERROR;
-        }
-    };
+    let spec = super::spec(args.url.as_deref())?;
+    let session = super::session(&spec, &SessionBudgets::READ_ONLY_PLAN).await?;
     // `--sql` is run by `apply --sql` statement by statement, with no migration runner
     // around it; `--transaction-mode` describes the runner of files.
     let mode = if args.sql.is_some() {
@@ -74,22 +70,18 @@ async fn run_async(args: &PlanArgs) -> u8 {
     } else {
         args.transaction_mode.into()
     };
-    let report = match plan_report(&session, plan_inputs, mode).await {
-        Ok(report) => report,
-        Err(err) => {
-            eprintln!("pgshift plan: {err}");
-            return exit::INPUT_ERROR;
-        }
-    };
+    let report = plan_report(&session, plan_inputs, mode, &args.cas.options())
+        .await
+        .map_err(|err| CliError::new("plan-failed", err.to_string()))?;
     match args.format {
         Format::Json => render::print_json(&report),
         Format::Text => print!("{}", render::plan(&report, &spec.redacted())),
     }
-    if report.summary.refused > 0 {
+    Ok(if report.summary.refused > 0 {
         exit::FINDINGS
     } else {
         exit::OK
-    }
+    })
 }
 
 /// Plans `inputs` on `session` and builds the versioned report.
@@ -97,6 +89,7 @@ pub async fn plan_report(
     session: &Session,
     inputs: Vec<PlanInput>,
     mode: TransactionMode,
+    cas: &RunOptions,
 ) -> Result<PlanReport, PlanError> {
     let planned = plan(session, inputs, mode).await?;
     let mut summary = PlanSummary::default();
@@ -115,12 +108,20 @@ pub async fn plan_report(
                     .enumerate()
                     .map(|(index, item)| {
                         summary.count(&item.classification.route);
+                        let facts = item.classification.locks.first().and_then(|lock| {
+                            planned
+                                .snapshot
+                                .relations
+                                .iter()
+                                .find(|r| r.name.matches(&lock.relation) && r.kind.is_table())
+                        });
                         PlannedStatement {
                             index,
                             line: item.statement.position.line,
                             column: item.statement.position.column,
                             sql: item.statement.text.clone(),
                             classification: item.classification.clone(),
+                            copy_and_swap: cas_locks(&item.classification, facts, cas),
                         }
                     })
                     .collect(),

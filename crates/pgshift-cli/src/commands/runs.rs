@@ -1,17 +1,19 @@
 //! `pgshift status`, `resume`, `abort`, `cutover`: copy-and-swap runs from their
-//! checkpoints in `pgshift.runs`.
+//! checkpoints in `pgshift.runs`, and whether a live process holds each.
 
 use std::fmt::Write;
+use std::time::{Duration, Instant};
 
-use pgshift::cas::{self, CasError, RunRecord};
-use pgshift::connect::ConnectionSpec;
+use pgshift::cas::{self, CasError, CutoverOutcome, CutoverRequest, Phase, RunStatus};
+use pgshift::exec::allow_blocking::command_line_name;
 use pgshift::report;
 use serde::Serialize;
 
-use super::apply::table_name;
-use crate::cli::{Format, RunTableArgs, StatusArgs};
+use crate::cli::{CutoverArgs, Format, RunTableArgs, StatusArgs};
+use crate::errors::CliError;
 use crate::exit;
 use crate::render;
+use crate::signals;
 
 /// One run, as `status` shows it.
 #[derive(Debug, Serialize)]
@@ -30,27 +32,22 @@ struct RunLine {
     created_at: String,
     updated_at: String,
     error: Option<String>,
+    /// For an active run: whether a live process holds it (`null` once done).
+    live: Option<bool>,
+    /// The backend pid of that process.
+    holder_pid: Option<i32>,
     /// What the operator can do now.
     next: Option<String>,
 }
 
 impl RunLine {
-    fn of(record: &RunRecord) -> Self {
-        let phase = record.phase.name().to_owned();
-        let next = match phase.as_str() {
-            "failed" => Some(format!(
-                "pgshift resume {t}  (or: pgshift abort {t})",
-                t = record.source
-            )),
-            "ready" if !record.cutover_requested => {
-                Some(format!("pgshift cutover {}", record.source))
-            }
-            _ => None,
-        };
+    fn of(status: &RunStatus) -> Self {
+        let record = &status.record;
+        let live = status.active().then_some(status.holder_pid.is_some());
         RunLine {
             run: record.id,
             table: record.source.clone(),
-            phase,
+            phase: record.phase.name().to_owned(),
             resume_phase: record.resume_phase.map(|p| p.name().to_owned()),
             statement: record.statement.clone(),
             rows_copied: record.rows_copied,
@@ -62,8 +59,31 @@ impl RunLine {
             created_at: record.created_at.clone(),
             updated_at: record.updated_at.clone(),
             error: record.error.clone(),
-            next,
+            live,
+            holder_pid: status.holder_pid,
+            next: next_step(status),
         }
+    }
+}
+
+/// What to do about a run: nothing while a live process runs it (but `cutover` for one
+/// waiting for it); `resume` or `abort` for a run no process holds, whatever phase its
+/// record says.
+// INV: OC-4 — a run no live process holds is shown as stopped, with what to do.
+fn next_step(status: &RunStatus) -> Option<String> {
+    let record = &status.record;
+    let t = &record.source;
+    match (record.phase, status.holder_pid.is_some()) {
+        (Phase::Done | Phase::Aborted, _) => None,
+        (Phase::Ready, true) if !record.cutover_requested => Some(format!("pgshift cutover {t}")),
+        (_, true) => None,
+        (Phase::Failed, false) => Some(format!("pgshift resume {t}  (or: pgshift abort {t})")),
+        (Phase::Ready, false) => Some(format!(
+            "pgshift resume {t}  (it verifies again and waits for pgshift cutover; or: pgshift abort {t})"
+        )),
+        (_, false) => Some(format!(
+            "pgshift resume {t}  (or: pgshift abort {t}); no process is running it: it stopped without recording why"
+        )),
     }
 }
 
@@ -84,49 +104,84 @@ struct RunCommandReport<'a, T: Serialize> {
     command: &'static str,
     table: &'a str,
     exit_code: u8,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    result: Option<T>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<String>,
+    result: T,
 }
 
-fn spec_of(command: &str, url: Option<&str>) -> Option<ConnectionSpec> {
-    match ConnectionSpec::parse(&super::connection::connection_text(url)) {
-        Ok(spec) => Some(spec),
-        Err(err) => {
-            eprintln!("pgshift {command}: the connection string is not valid: {err}");
-            None
-        }
-    }
+/// The commands that continue or remove the run of `table`.
+fn resume_or_abort(table: &str) -> String {
+    format!("pgshift resume --url … {table} continues it; pgshift abort --url … {table} removes it")
 }
 
-/// The exit code of a run that stopped.
-fn error_code(err: &CasError) -> u8 {
+/// The error document of a run command that stopped.
+fn cas_error(err: &CasError, table: &str) -> CliError {
+    let message = err.to_string();
     match err {
-        CasError::Refused(_)
-        | CasError::CutoverRefused(_)
-        | CasError::Busy { .. }
-        | CasError::WrongState { .. }
-        | CasError::NoSuchRun(_)
-        | CasError::Divergence(_) => exit::FINDINGS,
-        _ => exit::INPUT_ERROR,
+        CasError::Refused(refusal) => CliError::new("refused", message)
+            .exit(exit::FINDINGS)
+            .hint(refusal.next_step.clone()),
+        CasError::CutoverRefused(refusal) => CliError::new("cutover-refused", message)
+            .exit(exit::FINDINGS)
+            .hint(format!(
+                "{} — or {}",
+                refusal.next_step,
+                resume_or_abort(table)
+            )),
+        CasError::Busy { .. } => CliError::new("busy", message)
+            .exit(exit::FINDINGS)
+            .hint("another process is running this table's run; pgshift status shows it"),
+        CasError::WrongState { .. } => CliError::new("wrong-state", message).exit(exit::FINDINGS),
+        CasError::NoSuchRun(_) => CliError::new("no-such-run", message)
+            .exit(exit::FINDINGS)
+            .hint("pgshift status lists the recorded runs"),
+        CasError::Divergence(_) => CliError::new("divergence", message)
+            .exit(exit::FINDINGS)
+            .hint(format!(
+                "pgshift abort --url … {table} removes the run; the source is untouched"
+            )),
+        CasError::Connect(_) => CliError::new("connect-failed", message),
+        CasError::Interrupted { .. } => {
+            CliError::new("interrupted", message).hint(resume_or_abort(table))
+        }
+        _ => CliError::new("failed", message).hint(resume_or_abort(table)),
     }
+}
+
+/// Prints a run command's result and returns `code`.
+fn print_result<T: Serialize>(
+    command: &'static str,
+    format: Format,
+    table: &str,
+    code: u8,
+    result: &T,
+    text: &str,
+) -> u8 {
+    match format {
+        Format::Json => render::print_json(&RunCommandReport {
+            format_version: report::FORMAT_VERSION,
+            tool: report::TOOL,
+            tool_version: report::TOOL_VERSION,
+            command,
+            table,
+            exit_code: code,
+            result,
+        }),
+        Format::Text => print!("{text}"),
+    }
+    code
 }
 
 /// `pgshift status`.
 pub fn status(args: &StatusArgs) -> u8 {
-    let Some(spec) = spec_of("status", args.url.as_deref()) else {
-        return exit::INPUT_ERROR;
-    };
-    let Some(runtime) = super::runtime() else {
-        return exit::INPUT_ERROR;
-    };
-    let runs = match runtime.block_on(cas::status(&spec)) {
+    let result = (|| {
+        let spec = super::spec(args.url.as_deref())?;
+        let runtime = super::runtime()?;
+        runtime
+            .block_on(cas::liveness::status(&spec))
+            .map_err(|err| cas_error(&err, "TABLE"))
+    })();
+    let runs = match result {
         Ok(runs) => runs,
-        Err(err) => {
-            eprintln!("pgshift status: {err}");
-            return exit::INPUT_ERROR;
-        }
+        Err(err) => return err.report("status", args.format),
     };
     let lines: Vec<RunLine> = runs.iter().map(RunLine::of).collect();
     match args.format {
@@ -170,6 +225,15 @@ fn status_text(lines: &[RunLine]) -> String {
         );
         let statement = line.statement.lines().next().unwrap_or("");
         let _ = writeln!(out, "    {statement}");
+        match (line.live, line.holder_pid) {
+            (Some(true), Some(pid)) => {
+                let _ = writeln!(out, "    process: running, in backend pid {pid}");
+            }
+            (Some(false), _) => {
+                let _ = writeln!(out, "    process: none is running it (stopped or killed)");
+            }
+            _ => {}
+        }
         if let Some(error) = &line.error {
             let _ = writeln!(out, "    stopped: {error}");
         }
@@ -182,60 +246,218 @@ fn status_text(lines: &[RunLine]) -> String {
 
 /// `pgshift resume TABLE`.
 pub fn resume(args: &RunTableArgs) -> u8 {
-    let Some(spec) = spec_of("resume", args.url.as_deref()) else {
-        return exit::INPUT_ERROR;
-    };
-    let Some(runtime) = super::runtime() else {
-        return exit::INPUT_ERROR;
-    };
-    let table = table_name(&args.table);
-    let style = progress_style(args.format);
-    let mut progress = render::CasView::new(style);
-    let result = runtime.block_on(cas::resume(&spec, &table, &mut progress));
-    finish("resume", args, result, render::cas_report)
+    let table = command_line_name(&args.table);
+    let result = (|| {
+        let spec = super::spec(args.url.as_deref())?;
+        let runtime = super::runtime()?;
+        let mut progress = render::CasView::new(progress_style(args.format));
+        runtime
+            .block_on(async {
+                signals::install();
+                cas::resume(&spec, &args.table, &mut progress).await
+            })
+            .map_err(|err| cas_error(&err, &table))
+    })();
+    match result {
+        Ok(report) => print_result(
+            "resume",
+            args.format,
+            &table,
+            exit::OK,
+            &report,
+            &render::cas_report(&report),
+        ),
+        Err(err) => err.report("resume", args.format),
+    }
 }
 
 /// `pgshift abort TABLE`.
 pub fn abort(args: &RunTableArgs) -> u8 {
-    let Some(spec) = spec_of("abort", args.url.as_deref()) else {
-        return exit::INPUT_ERROR;
-    };
-    let Some(runtime) = super::runtime() else {
-        return exit::INPUT_ERROR;
-    };
-    let table = table_name(&args.table);
-    let result = runtime.block_on(cas::abort(&spec, &table));
-    finish("abort", args, result, |run| {
-        format!(
-            "Run {run} aborted: its shadow, triggers, change log and functions are removed; {} is as it was.\n",
-            args.table
-        )
-    })
+    let table = command_line_name(&args.table);
+    let result = (|| {
+        let spec = super::spec(args.url.as_deref())?;
+        let runtime = super::runtime()?;
+        runtime
+            .block_on(cas::abort(&spec, &args.table))
+            .map_err(|err| cas_error(&err, &table))
+    })();
+    match result {
+        Ok(run) => print_result(
+            "abort",
+            args.format,
+            &table,
+            exit::OK,
+            &run,
+            &format!("Run {run} aborted: its shadow, triggers, change log and functions are removed; {table} is as it was.\n"),
+        ),
+        Err(err) => err.report("abort", args.format),
+    }
 }
 
-/// `pgshift cutover TABLE`.
-pub fn cutover(args: &RunTableArgs) -> u8 {
-    let Some(spec) = spec_of("cutover", args.url.as_deref()) else {
-        return exit::INPUT_ERROR;
+/// What `cutover` did.
+#[derive(Serialize)]
+struct CutoverResult {
+    /// The request as recorded.
+    request: CutoverRequest,
+    /// Whether the command waited for the outcome (`--no-wait`: it did not).
+    waited: bool,
+    /// What became of it, when it waited.
+    #[serde(flatten)]
+    outcome: Option<CutoverOutcome>,
+    /// What to do now.
+    next: Option<String>,
+}
+
+/// `pgshift cutover TABLE`: records the request, then (unless `--no-wait`) waits for
+/// the run to swap or stop, and exits by what happened.
+pub fn cutover(args: &CutoverArgs) -> u8 {
+    let run = &args.run;
+    let table = command_line_name(&run.table);
+    let result = (|| -> Result<(CutoverRequest, Option<CutoverOutcome>), CliError> {
+        let spec = super::spec(run.url.as_deref())?;
+        let runtime = super::runtime()?;
+        runtime.block_on(async {
+            let request = cas::request_cutover(&spec, &run.table)
+                .await
+                .map_err(|err| cas_error(&err, &table))?;
+            if args.no_wait || !request.running {
+                return Ok((request, None));
+            }
+            let timeout = Duration::from_secs(args.wait_timeout_s);
+            let mut waiting = Waiting::new(request.run, run.format);
+            let outcome = cas::await_cutover(&spec, request.run, timeout, &mut |phase, pid| {
+                waiting.show(phase, pid)
+            })
+            .await
+            .map_err(|err| cas_error(&err, &table))?;
+            Ok((request, Some(outcome)))
+        })
+    })();
+    let (request, outcome) = match result {
+        Ok(answer) => answer,
+        Err(err) => return err.report("cutover", run.format),
     };
-    let Some(runtime) = super::runtime() else {
-        return exit::INPUT_ERROR;
+    let (code, text, next) = cutover_verdict(&request, outcome.as_ref(), &table, args);
+    let result = CutoverResult {
+        request,
+        waited: outcome.is_some(),
+        outcome,
+        next: next.clone(),
     };
-    let table = table_name(&args.table);
-    let result = runtime.block_on(cas::request_cutover(&spec, &table));
-    finish("cutover", args, result, |request| {
-        if request.running {
+    let mut text = text;
+    if let Some(next) = &next {
+        let _ = writeln!(text, "  next: {next}");
+    }
+    print_result("cutover", run.format, &table, code, &result, &text)
+}
+
+/// The exit code, the text and the next step of a cutover.
+fn cutover_verdict(
+    request: &CutoverRequest,
+    outcome: Option<&CutoverOutcome>,
+    table: &str,
+    args: &CutoverArgs,
+) -> (u8, String, Option<String>) {
+    let run = request.run;
+    let again = Some(format!(
+        "pgshift resume {table} tries again (it verifies and swaps); pgshift abort {table} removes the run"
+    ));
+    match (outcome, request.holder_pid) {
+        (None, Some(pid)) => (
+            exit::OK,
+            format!("Cutover requested for run {run}: the process running it (backend pid {pid}) re-checks everything and swaps now. Not waited for: `pgshift status` shows when it is done.\n"),
+            None,
+        ),
+        (None, None) | (Some(CutoverOutcome::NoProcess { .. }), _) => (
+            exit::INPUT_ERROR,
             format!(
-                "Cutover requested for run {}: the process running it re-checks everything and swaps now (watch `pgshift status`).\n",
-                request.run
-            )
-        } else {
+                "Cutover requested for run {run}, but no live process is running it{}: nothing swaps until it is resumed (the request stands).\n",
+                match outcome {
+                    Some(CutoverOutcome::NoProcess { phase }) => format!(" any more (its record says {phase})"),
+                    _ => String::new(),
+                }
+            ),
+            Some(format!("pgshift resume {table} verifies again and swaps; pgshift abort {table} removes the run")),
+        ),
+        (Some(CutoverOutcome::Swapped { report }), _) => (
+            exit::OK,
             format!(
-                "Cutover requested for run {}, but no process is running it: `pgshift resume {}` verifies again and swaps.\n",
-                request.run, args.table
-            )
+                "Run {run} swapped: {table} is the rewritten table now.\n{}",
+                report.as_ref().map_or_else(String::new, render::cas_report)
+            ),
+            None,
+        ),
+        (Some(CutoverOutcome::Refused { error, .. }), _) => (
+            exit::FINDINGS,
+            format!("Run {run} did not swap: {error}. The source is untouched.\n"),
+            again,
+        ),
+        (Some(CutoverOutcome::Failed { error }), _) => (
+            exit::INPUT_ERROR,
+            format!("Run {run} stopped before swapping: {error}.\n"),
+            again,
+        ),
+        (Some(CutoverOutcome::Gone), _) => (
+            exit::INPUT_ERROR,
+            format!("Run {run} was aborted while waiting; nothing swapped.\n"),
+            None,
+        ),
+        (Some(CutoverOutcome::TimedOut { phase, holder_pid }), _) => (
+            exit::INPUT_ERROR,
+            format!(
+                "No outcome within {} s: run {run} is {phase}{}; the request stands.\n",
+                args.wait_timeout_s,
+                holder_pid.map_or_else(String::new, |p| format!(" in backend pid {p}"))
+            ),
+            Some(format!("pgshift status shows when run {run} is done")),
+        ),
+    }
+}
+
+/// Progress of the wait for a cutover, on stderr: each phase change, and a line every
+/// few seconds meanwhile.
+struct Waiting {
+    run: i64,
+    json: bool,
+    started: Instant,
+    last: Option<(Phase, Instant)>,
+}
+
+impl Waiting {
+    fn new(run: i64, format: Format) -> Self {
+        Waiting {
+            run,
+            json: format == Format::Json,
+            started: Instant::now(),
+            last: None,
         }
-    })
+    }
+
+    fn show(&mut self, phase: Phase, pid: Option<i32>) {
+        let now = Instant::now();
+        let due = match self.last {
+            Some((last, at)) => last != phase || now - at >= Duration::from_secs(5),
+            None => true,
+        };
+        if !due {
+            return;
+        }
+        self.last = Some((phase, now));
+        let waited = self.started.elapsed().as_secs();
+        if self.json {
+            eprintln!(
+                "{}",
+                serde_json::json!({"event": "waiting", "run": self.run, "phase": phase.name(), "holder_pid": pid, "waited_s": waited})
+            );
+        } else {
+            eprintln!(
+                "cutover: waiting for run {} to swap: {}{} ({waited} s)",
+                self.run,
+                phase.name(),
+                pid.map_or_else(String::new, |p| format!(", backend pid {p}"))
+            );
+        }
+    }
 }
 
 fn progress_style(format: Format) -> render::ProgressStyle {
@@ -247,42 +469,24 @@ fn progress_style(format: Format) -> render::ProgressStyle {
     }
 }
 
-/// Prints the outcome of a run command and returns its exit code.
-fn finish<T: Serialize>(
-    command: &'static str,
-    args: &RunTableArgs,
-    result: Result<T, CasError>,
-    text: impl Fn(&T) -> String,
-) -> u8 {
-    let next_step = result
-        .as_ref()
-        .err()
-        .map(render::cas_do_this)
-        .unwrap_or_default();
-    let (code, value, error) = match result {
-        Ok(value) => (exit::OK, Some(value), None),
-        Err(err) => (error_code(&err), None, Some(err.to_string())),
-    };
-    match args.format {
-        Format::Json => render::print_json(&RunCommandReport {
-            format_version: report::FORMAT_VERSION,
-            tool: report::TOOL,
-            tool_version: report::TOOL_VERSION,
-            command,
-            table: &args.table,
-            exit_code: code,
-            result: value,
-            error,
-        }),
-        Format::Text => {
-            if let Some(value) = &value {
-                print!("{}", text(value));
-            }
-            if let Some(error) = &error {
-                eprintln!("pgshift {command}: {error}");
-                eprint!("{next_step}");
-            }
-        }
+#[cfg(test)]
+mod tests {
+    use pgshift::cas::CasError;
+    use pgshift::refusal::{Refusal, RefusalCause};
+
+    #[test]
+    fn a_refused_run_ends_with_its_next_step() {
+        let refused = CasError::Refused(Refusal::new(RefusalCause::NoUsableKey, "no key"));
+        let error = super::cas_error(&refused, "t");
+        assert_eq!(error.exit, crate::exit::FINDINGS);
+        assert_eq!(
+            error.hint.as_deref(),
+            Some("Add a primary key first (built concurrently), then run the change again.")
+        );
+        let refused = CasError::CutoverRefused(
+            Refusal::new(RefusalCause::SchemaChanged, "changed").with_next_step("abort it"),
+        );
+        let hint = super::cas_error(&refused, "t").hint.unwrap_or_default();
+        assert!(hint.starts_with("abort it — or pgshift resume"), "{hint}");
     }
-    code
 }

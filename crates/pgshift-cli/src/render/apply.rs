@@ -171,23 +171,27 @@ pub fn apply(report: &ApplyReport, script: &Script) -> String {
             }
             Ok(())
         }
-        Outcome::Failed => writeln!(
-            out,
-            "{} at step {} of {total}; the {} step{} before it committed and stay{}.",
-            paint(Tone::Bad, "FAILED"),
-            verdict.failed_unit.map_or(0, |i| i + 1),
-            verdict.committed_units,
-            if verdict.committed_units == 1 {
-                ""
+        Outcome::Failed => {
+            let (what, step) = match (&verdict.interrupted, verdict.failed_unit) {
+                (Some(signal), None) => (
+                    format!("STOPPED by {signal} before"),
+                    verdict.committed_units + 1,
+                ),
+                (Some(signal), Some(i)) => (format!("STOPPED by {signal} at"), i + 1),
+                (None, failed) => ("FAILED at".to_owned(), failed.map_or(0, |i| i + 1)),
+            };
+            let (s, stays) = if verdict.committed_units == 1 {
+                ("", "s")
             } else {
-                "s"
-            },
-            if verdict.committed_units == 1 {
-                "s"
-            } else {
-                ""
-            }
-        ),
+                ("s", "")
+            };
+            writeln!(
+                out,
+                "{} step {step} of {total}; the {} step{s} before it committed and stay{stays}.",
+                paint(Tone::Bad, &what),
+                verdict.committed_units
+            )
+        }
     };
     out
 }

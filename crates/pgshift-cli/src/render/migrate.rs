@@ -43,6 +43,15 @@ pub fn migrate(verdict: &MigrateVerdict) -> String {
             }
             FileStatus::Refused => "REFUSED, nothing of it ran".to_owned(),
             FileStatus::Failed => match &file.verdict {
+                Some(v) if v.failed_unit.is_none() && v.interrupted.is_some() => format!(
+                    "STOPPED by {} before step {} of {}; {} step{} committed and stay{} (run migrate again to continue)",
+                    v.interrupted.as_deref().unwrap_or_default(),
+                    v.committed_units + 1,
+                    v.units.len(),
+                    v.committed_units,
+                    if v.committed_units == 1 { "" } else { "s" },
+                    if v.committed_units == 1 { "s" } else { "" }
+                ),
                 Some(v) => format!(
                     "FAILED at step {} of {}; {} step{} committed and stay{} (run migrate again to resume)",
                     v.failed_unit.map_or(0, |i| i + 1),
@@ -96,15 +105,28 @@ pub fn migrate(verdict: &MigrateVerdict) -> String {
             }
         }
     }
-    let (tone, last) = match verdict.outcome {
-        MigrateOutcome::Done => (Tone::Good, "Done online."),
-        MigrateOutcome::DoneWithBlocking => {
-            (Tone::Caution, "Done, through accepted blocking steps.")
-        }
-        MigrateOutcome::Refused => (Tone::Bad, "Stopped at a refused file."),
-        MigrateOutcome::Failed => (Tone::Bad, "Stopped at a failed file."),
-        MigrateOutcome::Planned => (Tone::Note, "Dry run: nothing was written."),
+    let (tone, last) = match (verdict.outcome, verdict.dry_run, &verdict.interrupted) {
+        (MigrateOutcome::Failed, false, Some(signal)) => (
+            Tone::Bad,
+            format!("Stopped by {signal}: the files after it were not run; run migrate again to continue."),
+        ),
+        (MigrateOutcome::Done, ..) => (Tone::Good, "Done online.".to_owned()),
+        (MigrateOutcome::DoneWithBlocking, ..) => (
+            Tone::Caution,
+            "Done, through accepted blocking steps.".to_owned(),
+        ),
+        (MigrateOutcome::Refused, true, _) => (
+            Tone::Bad,
+            "Dry run: a pending file would be REFUSED; nothing was written.".to_owned(),
+        ),
+        (MigrateOutcome::Failed, true, _) => (
+            Tone::Bad,
+            "Dry run: a pending file cannot be used; nothing was written.".to_owned(),
+        ),
+        (MigrateOutcome::Refused, false, _) => (Tone::Bad, "Stopped at a refused file.".to_owned()),
+        (MigrateOutcome::Failed, false, _) => (Tone::Bad, "Stopped at a failed file.".to_owned()),
+        (MigrateOutcome::Planned, ..) => (Tone::Note, "Dry run: nothing was written.".to_owned()),
     };
-    let _ = writeln!(out, "{}", paint(tone, last));
+    let _ = writeln!(out, "{}", paint(tone, &last));
     out
 }

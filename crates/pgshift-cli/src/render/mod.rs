@@ -30,20 +30,15 @@ use serde::Serialize;
 
 /// The "do this" line that ends every refusal, indented by `indent`.
 pub fn do_this(refusal: &Refusal, indent: &str) -> String {
-    format!(
-        "{indent}{} {}\n",
-        style::paint(style::Tone::Heading, "do this:"),
-        refusal.next_step
-    )
+    do_this_line(&refusal.next_step, indent)
 }
 
-/// The "do this" line of a copy-and-swap error that is a refusal, else nothing.
-pub fn cas_do_this(err: &pgshift::cas::CasError) -> String {
-    use pgshift::cas::CasError;
-    match err {
-        CasError::Refused(refusal) | CasError::CutoverRefused(refusal) => do_this(refusal, "  "),
-        _ => String::new(),
-    }
+/// A "do this" line: what to do next, after an error or a refusal.
+pub fn do_this_line(next_step: &str, indent: &str) -> String {
+    format!(
+        "{indent}{} {next_step}\n",
+        style::paint(style::Tone::Heading, "do this:"),
+    )
 }
 
 /// Prints a report as pretty JSON on stdout.
@@ -51,24 +46,5 @@ pub fn print_json<T: Serialize>(report: &T) {
     match serde_json::to_string_pretty(report) {
         Ok(json) => println!("{json}"),
         Err(err) => eprintln!("pgshift: cannot write the JSON report: {err}"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use pgshift::cas::CasError;
-    use pgshift::refusal::{Refusal, RefusalCause};
-
-    #[test]
-    fn a_refused_run_ends_with_its_next_step() {
-        let refused = CasError::Refused(Refusal::new(RefusalCause::NoUsableKey, "no key"));
-        assert_eq!(
-            super::cas_do_this(&refused),
-            "  do this: Add a primary key first (built concurrently), then run the change again.\n"
-        );
-        let refused = CasError::CutoverRefused(
-            Refusal::new(RefusalCause::SchemaChanged, "changed").with_next_step("abort it"),
-        );
-        assert_eq!(super::cas_do_this(&refused), "  do this: abort it\n");
     }
 }

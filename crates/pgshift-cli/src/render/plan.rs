@@ -4,7 +4,8 @@
 use std::fmt::Write;
 
 use pgshift::catalog::{RelationFacts, RelationKind, TriggerEnabled};
-use pgshift::classify::{Classification, RelatedTo, WorkClass};
+use pgshift::classify::{Classification, LockTaken, RelatedTo, WorkClass};
+use pgshift::exec::cas_locks::CasLocks;
 use pgshift::lock::LockMode;
 use pgshift::report::{PlanReport, PlannedStatement};
 use pgshift::route::Route;
@@ -64,7 +65,10 @@ fn render_statement(out: &mut String, statement: &PlannedStatement, relations: &
     }
     let _ = writeln!(out, "      route: {}", route_line(&c.route));
     let _ = writeln!(out, "      work:  {}", work_words(c.work));
-    render_locks(out, c, relations);
+    match &statement.copy_and_swap {
+        Some(cas) => render_cas_locks(out, cas, relations),
+        None => render_locks(out, c, relations),
+    }
     for relation in c.locks.iter().filter_map(|lock| {
         relations
             .iter()
@@ -79,6 +83,70 @@ fn render_statement(out: &mut String, statement: &PlannedStatement, relations: &
         let _ = writeln!(out, "      why:   {reason}");
     }
     render_route_details(out, c);
+}
+
+/// `ACCESS EXCLUSIVE on public.t and its 8 partitions: blocks all reads and writes`.
+fn lock_words(lock: &LockTaken, relations: &[RelationFacts]) -> String {
+    let facts = relations.iter().find(|r| r.name.matches(&lock.relation));
+    let partitions = match facts {
+        Some(f) if lock.recurses && !f.partitions.is_empty() => {
+            format!(" and its {} partitions", f.partitions.len())
+        }
+        _ => String::new(),
+    };
+    format!(
+        "{} on {}{partitions}: {}",
+        lock.mode.sql_name(),
+        lock.relation,
+        lock.mode.blocks_description()
+    )
+}
+
+/// The locks a copy-and-swap run takes, phase by phase, then the statement-as-written's
+/// for comparison.
+fn render_cas_locks(out: &mut String, cas: &CasLocks, relations: &[RelationFacts]) {
+    let _ = writeln!(out, "      locks pgshift takes (copy-and-swap):");
+    for (number, lock) in cas.locks.iter().enumerate() {
+        let partitions = match lock.partitions {
+            0 => String::new(),
+            n => format!(" and its {n} partitions"),
+        };
+        let budget = match (lock.lock_timeout_ms, lock.attempts) {
+            (Some(ms), Some(attempts)) => {
+                format!("; waited for at most {ms} ms per attempt, {attempts} attempts")
+            }
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "        {}. {}: {} on {}{partitions}: {}{budget}",
+            number + 1,
+            lock.purpose,
+            lock.mode.sql_name(),
+            lock.relation,
+            lock.blocks
+        );
+        let _ = writeln!(out, "           held: {}", lock.held);
+        if lock.phase == "swap" && !cas.swap_also_locks.is_empty() {
+            let names: Vec<String> = cas
+                .swap_also_locks
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+            let _ = writeln!(
+                out,
+                "           also ACCESS EXCLUSIVE on {} (foreign keys re-pointed, views recreated) inside the swap",
+                names.join(", ")
+            );
+        }
+    }
+    for lock in &cas.blocking_form {
+        let _ = writeln!(
+            out,
+            "      blocking form (what --allow-blocking would take, for the whole rewrite): {}",
+            lock_words(lock, relations)
+        );
+    }
 }
 
 /// The locks: on the relations the statement names, then on related relations (named

@@ -2,6 +2,7 @@
 
 // Each test binary includes this module and uses part of it.
 #![allow(dead_code)]
+pub mod cas;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -80,6 +80,8 @@ where
     let budgets = plan.options.cutover;
     let mut jitter = Jitter::from_clock();
     for attempt in 1..=budgets.attempts {
+        // INV: OC-3 — a safe point: between attempts, never inside one (it holds the lock).
+        CasError::check_interrupt()?;
         match attempt_swap(client, plan, attempt).await? {
             AttemptEnd::Swapped(report) => return Ok(report),
             AttemptEnd::LockTimeout => {}

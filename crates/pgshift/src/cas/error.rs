@@ -57,6 +57,30 @@ pub enum CasError {
     /// The run's record could not be read back.
     #[error("run record: {0}")]
     Record(String),
+    /// A stop was asked for (SIGINT, SIGTERM): the run stopped at a safe point and is
+    /// checkpointed; `resume` continues it, `abort` removes it.
+    #[error("stopped by {signal} at a safe point; the run is checkpointed and resumable")]
+    Interrupted {
+        /// The signal's name.
+        signal: String,
+    },
+}
+
+impl CasError {
+    /// The error of a stop asked for with `signal`.
+    pub fn interrupted(signal: i32) -> Self {
+        CasError::Interrupted {
+            signal: crate::exec::interrupt::signal_name(signal),
+        }
+    }
+
+    /// `Err(Interrupted)` once a stop is asked for: a safe point.
+    pub fn check_interrupt() -> Result<(), CasError> {
+        match crate::exec::interrupt::requested() {
+            Some(signal) => Err(CasError::interrupted(signal)),
+            None => Ok(()),
+        }
+    }
 }
 
 impl CasError {

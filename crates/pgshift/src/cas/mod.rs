@@ -14,6 +14,7 @@ pub mod cutover;
 pub mod error;
 pub mod keys;
 pub mod ledger;
+pub mod liveness;
 pub mod names;
 pub mod plan;
 pub mod preflight;
@@ -27,6 +28,7 @@ pub mod store;
 pub mod verify;
 
 pub use error::CasError;
+pub use liveness::{await_cutover, CutoverOutcome, RunStatus};
 pub use plan::{CutoverBudgets, Mode, RunOptions};
 pub use preflight::{preflight, preflight_read_only, Preflight};
 pub use run::{

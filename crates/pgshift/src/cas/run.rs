@@ -19,6 +19,7 @@ use super::copier::{self, CopyState, Sizing};
 use super::cutover::{self, SwapReport};
 use super::error::CasError;
 use super::ledger::Ledger;
+use super::liveness;
 use super::names::RunNames;
 use super::plan::{Mode, RunOptions, RunPlan};
 use super::preflight::{preflight, Preflight};
@@ -281,6 +282,8 @@ pub struct CutoverRequest {
     /// Whether a process is running it now (it swaps within a second); if not, the
     /// swap happens when the run is resumed.
     pub running: bool,
+    /// The backend pid of the process running it, when one does.
+    pub holder_pid: Option<i32>,
 }
 
 /// Asks the active run of `table` (started with a deferred cutover) to swap.
@@ -301,17 +304,13 @@ pub async fn request_cutover(
         });
     }
     store::request_cutover(runner.client(), record.id).await?;
-    // Nobody running it: the lock is free (taken and given back at once).
-    let running = match lock_table(runner.client(), oid).await {
-        Ok(()) => {
-            unlock_table(runner.client(), oid).await;
-            false
-        }
-        Err(_) => true,
-    };
+    // Seen from this session, without taking the lock (which would make a resume
+    // started at this moment find the table busy).
+    let holder_pid = liveness::holder(runner.client(), oid).await?;
     Ok(CutoverRequest {
         run: record.id,
-        running,
+        running: holder_pid.is_some(),
+        holder_pid,
     })
 }
 
@@ -398,11 +397,10 @@ async fn resolve_any(session: &Session, table: &QualifiedName) -> Result<u32, Ca
 
 /// Takes the per-table session advisory lock, never waiting (INV: OC-2).
 async fn lock_table(client: &Client, oid: u32) -> Result<(), CasError> {
-    let key = format!("pgshift.cas:{oid}");
     let row = client
         .query_one(
             "SELECT pg_catalog.pg_try_advisory_lock(pg_catalog.hashtextextended($1, 0))",
-            &[&key],
+            &[&liveness::lock_key(oid)],
         )
         .await
         .map_err(|e| CasError::db("taking the run lock", e))?;
@@ -410,18 +408,7 @@ async fn lock_table(client: &Client, oid: u32) -> Result<(), CasError> {
     if row.get::<_, bool>(0) {
         return Ok(());
     }
-    let holder = client
-        .query_opt(
-            "SELECT l.pid FROM pg_catalog.pg_locks l WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory' AND l.granted \
-               AND ((l.classid::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.|) l.objid::pg_catalog.int8) \
-                   OPERATOR(pg_catalog.=) pg_catalog.hashtextextended($1, 0) \
-               AND l.pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid() LIMIT 1",
-            &[&key],
-        )
-        .await
-        .ok()
-        .flatten()
-        .map(|r| r.get::<_, i32>(0));
+    let holder = liveness::holder(client, oid).await.ok().flatten();
     Err(CasError::Busy {
         run: None,
         pid: holder,
@@ -452,11 +439,10 @@ pub const AFTER_STOP_WAIT: Duration = Duration::from_secs(15);
 /// Releases the per-table lock before the session closes, so that a command run right
 /// after this one returns never finds the lock still held by a closing backend.
 async fn unlock_table(client: &Client, oid: u32) {
-    let key = format!("pgshift.cas:{oid}");
     let _ = client
         .query_one(
             "SELECT pg_catalog.pg_advisory_unlock(pg_catalog.hashtextextended($1, 0))",
-            &[&key],
+            &[&liveness::lock_key(oid)],
         )
         .await;
 }
@@ -720,6 +706,11 @@ async fn drive(
     match outcome {
         Ok(()) => Ok(report),
         Err(err) => {
+            if matches!(err, CasError::Interrupted { .. }) {
+                // Stopped on request: no statement of this run is left running on the
+                // server (a chunk, an index build, a verification) once it is recorded.
+                let _ = terminate_earlier_sessions(client, &plan).await;
+            }
             let resume = match &err {
                 CasError::CutoverRefused(_) | CasError::Divergence(_) => Phase::Verifying,
                 _ => current_phase(client, record.id)
@@ -780,20 +771,25 @@ async fn run_phases(
     let client = runner.client();
     let estimate = estimate_rows(client, plan).await;
     if from <= Phase::Copying {
+        CasError::check_interrupt()?;
         let started = Instant::now();
         progress.phase(Phase::Copying);
         store::set_phase(client, plan.run, Phase::Copying).await?;
         resume_copy(client, plan, statements, record, state).await?;
-        copy(spec, plan, statements, state, applier, estimate, progress).await?;
+        stoppable(copy(
+            spec, plan, statements, state, applier, estimate, progress,
+        ))
+        .await?;
         report
             .phases_ms
             .push(("copying".to_owned(), elapsed_ms(started)));
     }
     if from <= Phase::Indexing {
+        CasError::check_interrupt()?;
         let started = Instant::now();
         progress.phase(Phase::Indexing);
         store::set_phase(client, plan.run, Phase::Indexing).await?;
-        build_indexes(spec, plan, state, applier).await?;
+        stoppable(build_indexes(spec, plan, state, applier)).await?;
         report
             .phases_ms
             .push(("indexing".to_owned(), elapsed_ms(started)));
@@ -803,21 +799,25 @@ async fn run_phases(
         ensure_key(client, plan).await?;
         state.key_ready.store(true, Ordering::Release);
     }
+    CasError::check_interrupt()?;
     let started = Instant::now();
     progress.phase(Phase::Verifying);
     store::set_phase(client, plan.run, Phase::Verifying).await?;
-    verify_all(
+    stoppable(verify_all(
         spec, client, plan, statements, applier, estimate, report, progress,
-    )
+    ))
     .await?;
     report
         .phases_ms
         .push(("verifying".to_owned(), elapsed_ms(started)));
     if plan.options.defer_cutover {
+        CasError::check_interrupt()?;
         progress.phase(Phase::Ready);
         store::set_phase(client, plan.run, Phase::Ready).await?;
-        wait_for_cutover(client, plan, applier).await?;
+        stoppable(wait_for_cutover(client, plan, applier)).await?;
     }
+    // The swap checks for a stop between its attempts, never inside its transaction.
+    CasError::check_interrupt()?;
     let started = Instant::now();
     progress.phase(Phase::Cutover);
     store::set_phase(client, plan.run, Phase::Cutover).await?;
@@ -833,6 +833,22 @@ async fn run_phases(
         .phases_ms
         .push(("cutover".to_owned(), elapsed_ms(started)));
     finish(client, plan, report, progress).await
+}
+
+/// Runs a phase's work until it ends or a stop is asked for, whichever comes first.
+/// Dropping the work there is safe: every phase before the swap resumes from its
+/// record (a chunk that did not commit is copied again; a build that did not finish
+/// is built again), exactly as after a killed process.
+// INV: OC-3 — a stop asked by a signal ends a phase's work; the record resumes it.
+async fn stoppable<T>(
+    work: impl std::future::Future<Output = Result<T, CasError>>,
+) -> Result<T, CasError> {
+    tokio::select! {
+        result = work => result,
+        () = crate::exec::interrupt::wait() => Err(CasError::interrupted(
+            crate::exec::interrupt::requested().unwrap_or_default(),
+        )),
+    }
 }
 
 fn elapsed_ms(started: Instant) -> u64 {

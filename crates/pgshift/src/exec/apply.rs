@@ -69,6 +69,9 @@ pub struct ApplyVerdict {
     pub committed_units: usize,
     /// The unit that failed, if one did.
     pub failed_unit: Option<usize>,
+    /// The signal that stopped the apply before a unit (SIGINT, SIGTERM), if one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<String>,
 }
 
 /// Options of an apply.
@@ -139,6 +142,7 @@ fn not_judged(error: &JudgeError) -> ApplyVerdict {
         units: Vec::new(),
         committed_units: 0,
         failed_unit: None,
+        interrupted: None,
     }
 }
 
@@ -185,6 +189,7 @@ pub async fn run_schedule(
         units: Vec::new(),
         committed_units: 0,
         failed_unit: None,
+        interrupted: None,
     };
     // INV: RF-3 — one refused statement and nothing of the file runs.
     if !planned.refusals.is_empty() {
@@ -233,12 +238,25 @@ pub async fn run_schedule(
                     });
                     continue;
                 }
-                if verdict.failed_unit.is_some() {
+                if verdict.interrupted.is_none() && verdict.failed_unit.is_none() {
+                    // INV: OC-3 — a stop asked by a signal takes effect between units.
+                    if let Some(signal) = super::interrupt::requested_name() {
+                        verdict.interrupted = Some(signal);
+                        verdict.outcome = Outcome::Failed;
+                    }
+                }
+                if verdict.failed_unit.is_some() || verdict.interrupted.is_some() {
+                    let why = match &verdict.interrupted {
+                        Some(signal) if verdict.failed_unit.is_none() => {
+                            format!("stopped by {signal} before it ran")
+                        }
+                        _ => "an earlier unit failed".to_owned(),
+                    };
                     verdict.units.push(UnitResult {
                         index,
                         unit,
                         report: None,
-                        skipped: Some("an earlier unit failed".to_owned()),
+                        skipped: Some(why),
                         copy_and_swap: None,
                     });
                     continue;
@@ -310,6 +328,11 @@ pub async fn run_schedule(
                 verdict.units.push(result);
             }
         }
+    }
+    if verdict.outcome == Outcome::Failed && verdict.interrupted.is_none() {
+        // A unit that stopped while a stop was asked for stopped for it (a
+        // copy-and-swap run stops at its next safe point).
+        verdict.interrupted = super::interrupt::requested_name();
     }
     verdict
 }

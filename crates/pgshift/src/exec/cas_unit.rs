@@ -12,7 +12,7 @@ use tokio_postgres::Client;
 use super::unit::{Unit, UnitReport};
 use crate::cas::{self, CasError, CasProgress, Phase, Request, RunOptions, RunReport};
 use crate::connect::ConnectionSpec;
-use crate::refusal::Refusal;
+use crate::refusal::{Refusal, RefusalCause};
 
 /// How rewrites routed to copy-and-swap run.
 #[derive(Clone, Debug)]
@@ -84,9 +84,7 @@ pub async fn run_cas_unit(
             }
         }
         Err(err) => {
-            if let CasError::Refused(refusal) | CasError::CutoverRefused(refusal) = &err {
-                cas_report.refusal = Some(refusal.clone());
-            }
+            cas_report.refusal = refusal_of(&err, unit);
             if cas_report.run.is_none() && !matches!(err, CasError::Refused(_)) {
                 // Which run (if any) the stopped unit left recorded, by its label.
                 if let Some(label) = label {
@@ -182,9 +180,29 @@ async fn find_labelled(
     cas::store::by_label(session.client(), label).await
 }
 
+/// The refusal a stop is, when it is one (nothing was started, or nothing swapped).
+fn refusal_of(err: &CasError, unit: &Unit) -> Option<Refusal> {
+    match err {
+        CasError::Refused(refusal) | CasError::CutoverRefused(refusal) => Some(refusal.clone()),
+        // INV: OC-2 — a table another process is running a run on is a refusal: this
+        // unit started nothing.
+        CasError::Busy { pid, .. } => Some(Refusal::new(
+            RefusalCause::RunInProgress,
+            format!(
+                "another pgshift process is running a copy-and-swap run of {}{}; nothing was started: let it finish (pgshift status shows it), then run this again",
+                unit.copy_and_swap
+                    .as_ref()
+                    .map_or_else(|| "this table".to_owned(), ToString::to_string),
+                pid.map_or_else(String::new, |p| format!(" (backend pid {p})"))
+            ),
+        )),
+        _ => None,
+    }
+}
+
 /// The command that continues or cleans up after a stopped run.
 fn next_step(err: &CasError, run: Option<i64>, unit: &Unit) -> Option<String> {
-    let table = unit.copy_and_swap.as_ref()?;
+    let table = super::allow_blocking::command_line_name(unit.copy_and_swap.as_ref()?);
     match err {
         CasError::Refused(_) | CasError::Busy { .. } | CasError::Connect(_) => None,
         _ => Some(match run {

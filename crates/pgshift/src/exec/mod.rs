@@ -7,11 +7,14 @@
 //! backoff; statement timeouts are not. Rewrites run through copy-and-swap (`cas_unit`),
 //! or blocking only when the operator names the table.
 
+pub mod allow_blocking;
 pub mod apply;
 pub mod budgets;
+pub mod cas_locks;
 pub mod cas_unit;
 pub mod errors;
 pub mod index_guard;
+pub mod interrupt;
 pub mod jitter;
 pub mod judge;
 pub mod progress;

@@ -28,7 +28,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::unit::Unit;
-use crate::classify::{Classification, Effect, OperationKind, TransactionUse};
+use crate::classify::{Classification, Effect, OperationKind, TransactionUse, WorkClass};
 use crate::refusal::{Refusal, RefusalCause};
 use crate::route::{Route, Step, StepLock};
 use crate::script::{AnalyzedStatement, Script};
@@ -376,22 +376,8 @@ fn schedule_statement(
             }
         }
         Route::CopyAndSwap => {
-            let accepted = c.locks.iter().any(|lock| {
-                options
-                    .allow_blocking
-                    .iter()
-                    .any(|t| t.matches(&lock.relation))
-            });
-            if accepted {
-                schedule.items.push(Scheduled::Unit {
-                    unit: Unit {
-                        steps: vec![as_written(item)],
-                        transactional: c.transaction != TransactionUse::OutsideOnly,
-                        statements: vec![index],
-                        accepted_blocking: true,
-                        copy_and_swap: None,
-                    },
-                });
+            if blocking_accepted(c, options) {
+                schedule.items.push(blocking_form(item, index));
             } else if let (true, Some(lock)) = (options.copy_and_swap, c.locks.first()) {
                 schedule.items.push(Scheduled::Unit {
                     unit: Unit {
@@ -420,12 +406,70 @@ fn schedule_statement(
                 });
             }
         }
+        Route::Refused { refusal } if blocking_form_lifts(c, refusal) => {
+            if blocking_accepted(c, options) {
+                // Copy-and-swap cannot take the table, and the operator accepted the
+                // blocking form: it runs as written under the step budgets.
+                schedule.items.push(blocking_form(item, index));
+            } else {
+                let table = c.locks.first().map_or_else(String::new, |l| {
+                    super::allow_blocking::command_line_name(&l.relation)
+                });
+                let mut refusal = refusal.clone();
+                refusal.message = format!(
+                    "{}; to run the blocking form instead (ACCESS EXCLUSIVE for the whole rewrite), pass --allow-blocking {table}",
+                    refusal.message
+                );
+                schedule.refusals.push(StatementRefusal {
+                    statement: index,
+                    line: item.statement.position.line,
+                    refusal,
+                });
+            }
+        }
         Route::Refused { refusal } => schedule.refusals.push(StatementRefusal {
             statement: index,
             line: item.statement.position.line,
             refusal: refusal.clone(),
         }),
     }
+}
+
+/// The statement as written, as a unit of its own whose blocking form the operator
+/// accepted.
+fn blocking_form(item: &AnalyzedStatement, index: usize) -> Scheduled {
+    Scheduled::Unit {
+        unit: Unit {
+            steps: vec![as_written(item)],
+            transactional: item.classification.transaction != TransactionUse::OutsideOnly,
+            statements: vec![index],
+            accepted_blocking: true,
+            copy_and_swap: None,
+        },
+    }
+}
+
+/// Whether the operator accepted the blocking form on a table the statement locks.
+fn blocking_accepted(c: &Classification, options: &ScheduleOptions) -> bool {
+    c.locks.iter().any(|lock| {
+        options
+            .allow_blocking
+            .iter()
+            .any(|t| t.matches(&lock.relation))
+    })
+}
+
+/// Whether a refusal is one `--allow-blocking` lifts: a rewrite that copy-and-swap
+/// cannot take on this table (no usable key, not a permanent table, a form it does not
+/// carry), whose blocking form PostgreSQL runs as written.
+fn blocking_form_lifts(c: &Classification, refusal: &Refusal) -> bool {
+    c.work == WorkClass::Rewrite
+        && matches!(
+            refusal.cause,
+            RefusalCause::NoUsableKey
+                | RefusalCause::NonPermanentTable
+                | RefusalCause::RewriteUnsupported
+        )
 }
 
 /// The statement as one step, run as written.

@@ -75,6 +75,12 @@ pub enum MigrateError {
     /// Planning a file failed (reading the catalog).
     #[error("planning: {0}")]
     Plan(#[from] crate::plan::PlanError),
+    /// An `--allow-blocking` name that no statement of the pending files touches.
+    #[error("--allow-blocking {table}: no statement of the pending files touches this table, so it accepts nothing; nothing was run")]
+    AllowBlockingUnused {
+        /// The name as given.
+        table: String,
+    },
     /// A statement of the runner itself failed.
     #[error("{what}: {source}")]
     Database {

@@ -11,6 +11,7 @@
 pub mod directory;
 pub mod error;
 pub mod history;
+mod pending;
 pub mod runner;
 
 pub use directory::{scan, MigrationFile};

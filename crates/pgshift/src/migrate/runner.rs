@@ -10,13 +10,14 @@ use serde::Serialize;
 use super::directory::{check_no_gaps, scan, MigrationFile};
 use super::error::MigrateError;
 use super::history::{self, HistoryRow};
+use super::pending::{self, Source};
 use crate::connect::Session;
 use crate::exec::{
-    run_schedule, schedule, ApplyOptions, ApplyVerdict, Ledger, Outcome, Progress, Schedule,
-    ScheduleOptions, Sessions, Sleeper,
+    interrupt, run_schedule, schedule, ApplyOptions, ApplyVerdict, Ledger, Outcome, Progress,
+    Schedule, ScheduleOptions, Sessions, Sleeper,
 };
-use crate::plan::{plan, PlanInput};
-use crate::script::TransactionMode;
+use crate::plan::plan;
+use crate::script::{Script, TransactionMode};
 
 /// Options of a run.
 #[derive(Clone, Debug)]
@@ -97,8 +98,29 @@ pub enum MigrateOutcome {
 pub struct MigrateVerdict {
     /// How it ended.
     pub outcome: MigrateOutcome,
+    /// Whether it was a dry run (planned only; nothing written).
+    pub dry_run: bool,
     /// Every file of the directory, in order.
     pub files: Vec<FileRun>,
+    /// The signal that stopped the run (SIGINT, SIGTERM), if one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<String>,
+}
+
+impl FileRun {
+    fn new(file: &MigrationFile) -> Self {
+        FileRun {
+            version: file.version,
+            name: file.name.clone(),
+            path: file.path.display().to_string(),
+            status: FileStatus::NotRun,
+            resumed: false,
+            committed_before: 0,
+            schedule: None,
+            verdict: None,
+            error: None,
+        }
+    }
 }
 
 /// Runs (or, with `dry_run`, plans) the pending migrations of `dir`.
@@ -125,73 +147,59 @@ pub async fn migrate(
         history::rows(client).await?
     };
     check_order(&files, &rows, options)?;
+    let sources = pending::read_all(client, &files, &rows).await?;
+    if options.dry_run {
+        return dry_run(session, &sources, options).await;
+    }
+    let allowed = &options.apply.allow_blocking;
+    if let Some(unused) =
+        pending::untouched_offline(&sources, allowed, options.max_file_bytes).first()
+    {
+        return Err(MigrateError::AllowBlockingUnused {
+            table: crate::exec::allow_blocking::command_line_name(unused),
+        });
+    }
     let mut verdict = MigrateVerdict {
-        outcome: if options.dry_run {
-            MigrateOutcome::Planned
-        } else {
-            MigrateOutcome::Done
-        },
+        outcome: MigrateOutcome::Done,
+        dry_run: false,
         files: Vec::new(),
+        interrupted: None,
     };
     let mut stopped = false;
-    for file in &files {
-        let row = rows.iter().find(|row| row.version == file.version);
-        let mut run = FileRun {
-            version: file.version,
-            name: file.name.clone(),
-            path: file.path.display().to_string(),
-            status: FileStatus::NotRun,
-            resumed: false,
-            committed_before: 0,
-            schedule: None,
-            verdict: None,
-            error: None,
-        };
+    for source in &sources {
+        let mut run = FileRun::new(source.file);
+        if !stopped && !source.applied() {
+            // INV: OC-3 — a stop asked by a signal takes effect between files.
+            if let Some(signal) = interrupt::requested_name() {
+                verdict.interrupted = Some(signal);
+                verdict.outcome = MigrateOutcome::Failed;
+                stopped = true;
+            }
+        }
         if stopped {
             verdict.files.push(run);
             continue;
         }
-        let bytes = match std::fs::read(&file.path) {
-            Ok(bytes) => bytes,
-            Err(err) => {
-                run.status = FileStatus::Failed;
-                run.error = Some(format!("cannot read: {err}"));
-                verdict.files.push(run);
-                verdict.outcome = MigrateOutcome::Failed;
-                stopped = true;
-                continue;
-            }
-        };
-        let checksum = history::checksum(client, &bytes).await?;
-        if let Some(row) = row {
-            if row.checksum != checksum && (row.outcome == "done" || row.units_committed > 0) {
-                return Err(MigrateError::ChangedAfterApply {
-                    version: row.version,
-                    name: row.name.clone(),
-                    recorded: row.checksum.clone(),
-                    current: checksum,
-                });
-            }
-            if row.outcome == "done" {
-                run.status = FileStatus::AlreadyApplied;
-                verdict.files.push(run);
-                continue;
-            }
+        if source.applied() {
+            run.status = FileStatus::AlreadyApplied;
+            verdict.files.push(run);
+            continue;
         }
         let outcome = run_file(
-            session, monitor, file, &bytes, &checksum, row, options, sleeper, progress, &mut run,
+            session, monitor, source, options, sleeper, progress, &mut run,
         )
         .await?;
         match outcome {
-            Some(MigrateOutcome::Refused) => {
+            MigrateOutcome::Refused => {
                 verdict.outcome = MigrateOutcome::Refused;
                 stopped = true;
             }
-            Some(MigrateOutcome::Failed) => {
+            MigrateOutcome::Failed => {
                 verdict.outcome = MigrateOutcome::Failed;
+                verdict.interrupted = run.verdict.as_ref().and_then(|v| v.interrupted.clone());
                 stopped = true;
             }
-            Some(MigrateOutcome::DoneWithBlocking) if verdict.outcome == MigrateOutcome::Done => {
+            MigrateOutcome::DoneWithBlocking if verdict.outcome == MigrateOutcome::Done => {
                 verdict.outcome = MigrateOutcome::DoneWithBlocking;
             }
             _ => {}
@@ -199,6 +207,93 @@ pub async fn migrate(
         verdict.files.push(run);
     }
     Ok(verdict)
+}
+
+/// `--dry-run`: plans every pending file in order, in one planning pass — the one
+/// `plan DIR` makes — so that each file is judged against the catalog the files before
+/// it leave (a table an earlier file creates is new to the later ones), and writes
+/// nothing. A file with a refused statement makes the outcome `Refused`; an unusable
+/// file makes it `Failed`, and the files after it are not planned (what they would
+/// find is unknown).
+async fn dry_run(
+    session: &Session,
+    sources: &[Source<'_>],
+    options: &MigrateOptions,
+) -> Result<MigrateVerdict, MigrateError> {
+    let mut verdict = MigrateVerdict {
+        outcome: MigrateOutcome::Planned,
+        dry_run: true,
+        files: Vec::new(),
+        interrupted: None,
+    };
+    let mut inputs = Vec::new();
+    let mut planned_files = Vec::new();
+    for source in sources {
+        let mut run = FileRun::new(source.file);
+        if source.applied() {
+            run.status = FileStatus::AlreadyApplied;
+        } else if verdict.outcome == MigrateOutcome::Planned {
+            match pending::parse(source, options.max_file_bytes) {
+                Ok(input) => {
+                    inputs.push(input);
+                    planned_files.push((verdict.files.len(), source));
+                    run.status = FileStatus::Planned;
+                }
+                Err(message) => {
+                    run.status = FileStatus::Failed;
+                    run.error = Some(message);
+                    verdict.outcome = MigrateOutcome::Failed;
+                }
+            }
+        }
+        verdict.files.push(run);
+    }
+    let planned = plan(session, inputs, TransactionMode::Statement).await?;
+    let scripts: Vec<&Script> = planned.files.iter().map(|f| &f.script).collect();
+    let allowed = &options.apply.allow_blocking;
+    if let Some(unused) =
+        crate::exec::allow_blocking::untouched(allowed, scripts.iter().copied()).first()
+    {
+        return Err(MigrateError::AllowBlockingUnused {
+            table: crate::exec::allow_blocking::command_line_name(unused),
+        });
+    }
+    for ((index, source), script) in planned_files.into_iter().zip(scripts) {
+        let run = &mut verdict.files[index];
+        let planned = match source.resumable() {
+            Some(row) => {
+                run.resumed = true;
+                run.committed_before = usize::try_from(row.units_committed).unwrap_or(0);
+                recorded(row)
+            }
+            None => schedule_of(script, options),
+        };
+        if !planned.refusals.is_empty() && verdict.outcome == MigrateOutcome::Planned {
+            verdict.outcome = MigrateOutcome::Refused;
+        }
+        run.schedule = Some(planned);
+    }
+    Ok(verdict)
+}
+
+/// The schedule recorded when a file first ran (a resumed file runs exactly it).
+fn recorded(row: &HistoryRow) -> Schedule {
+    Schedule {
+        items: row.items.clone(),
+        refusals: Vec::new(),
+        notes: Vec::new(),
+    }
+}
+
+/// How `apply`'s rules schedule a planned file.
+fn schedule_of(script: &Script, options: &MigrateOptions) -> Schedule {
+    schedule(
+        script,
+        &ScheduleOptions {
+            allow_blocking: options.apply.allow_blocking.clone(),
+            copy_and_swap: options.apply.copy_and_swap.is_some(),
+        },
+    )
 }
 
 /// Refuses a pending file older than the newest applied one, unless allowed.
@@ -231,45 +326,40 @@ fn check_order(
 }
 
 /// Plans (or takes the recorded schedule of) one file and runs it; returns how the
-/// file ended, or `None` for a dry run.
-#[allow(clippy::too_many_arguments)]
+/// file ended.
 async fn run_file(
     session: &Session,
     monitor: Option<&Session>,
-    file: &MigrationFile,
-    bytes: &[u8],
-    checksum: &str,
-    row: Option<&HistoryRow>,
+    source: &Source<'_>,
     options: &MigrateOptions,
     sleeper: &impl Sleeper,
     progress: &mut dyn Progress,
     run: &mut FileRun,
-) -> Result<Option<MigrateOutcome>, MigrateError> {
+) -> Result<MigrateOutcome, MigrateError> {
     let client = session.client();
-    let resumable = row.filter(|row| row.checksum == checksum);
+    let file = source.file;
+    let resumable = source.resumable();
     let planned = match resumable {
-        Some(row) => Schedule {
-            items: row.items.clone(),
-            refusals: Vec::new(),
-            notes: Vec::new(),
-        },
-        None => match plan_file(session, file, bytes, options).await? {
-            Ok(planned) => planned,
+        Some(row) => recorded(row),
+        None => match pending::parse(source, options.max_file_bytes) {
+            Ok(input) => {
+                let planned = plan(session, vec![input], TransactionMode::Statement).await?;
+                match planned.files.first() {
+                    Some(planned) => schedule_of(&planned.script, options),
+                    None => {
+                        run.status = FileStatus::Failed;
+                        run.error = Some("nothing to plan".to_owned());
+                        return Ok(MigrateOutcome::Failed);
+                    }
+                }
+            }
             Err(message) => {
                 run.status = FileStatus::Failed;
                 run.error = Some(message);
-                return Ok(Some(MigrateOutcome::Failed));
+                return Ok(MigrateOutcome::Failed);
             }
         },
     };
-    if options.dry_run {
-        run.status = FileStatus::Planned;
-        run.committed_before =
-            resumable.map_or(0, |r| usize::try_from(r.units_committed).unwrap_or(0));
-        run.resumed = resumable.is_some();
-        run.schedule = Some(planned);
-        return Ok(None);
-    }
     if !planned.refusals.is_empty() {
         run.status = FileStatus::Refused;
         run.schedule = Some(planned.clone());
@@ -285,7 +375,7 @@ async fn run_file(
             )
             .await,
         );
-        return Ok(Some(MigrateOutcome::Refused));
+        return Ok(MigrateOutcome::Refused);
     }
     let committed_before = match resumable {
         Some(row) => {
@@ -294,20 +384,23 @@ async fn run_file(
             usize::try_from(row.units_committed).unwrap_or(0)
         }
         None => {
-            if row.is_some() {
+            if source.row.is_some() {
                 // A failed row of an edited file that committed nothing: start over.
-                client
-                    .execute(
-                        "DELETE FROM pgshift.migrations WHERE version = $1",
-                        &[&file.version],
-                    )
-                    .await
-                    .map_err(|source| MigrateError::Database {
-                        what: "replacing a failed migration that committed nothing",
-                        source,
-                    })?;
+                forget(
+                    client,
+                    file.version,
+                    "replacing a failed migration that committed nothing",
+                )
+                .await?;
             }
-            history::start(client, file.version, &file.name, checksum, &planned.items).await?;
+            history::start(
+                client,
+                file.version,
+                &file.name,
+                &source.checksum,
+                &planned.items,
+            )
+            .await?;
             0
         }
     };
@@ -340,7 +433,20 @@ async fn run_file(
             run.status = FileStatus::AppliedBlocking;
             MigrateOutcome::DoneWithBlocking
         }
-        Outcome::Refused | Outcome::Failed => {
+        Outcome::Refused => {
+            // Refused while running with nothing of the file committed (the lock
+            // budget, a table busy with another run): like a file refused before it
+            // ran, it is not recorded, and the next run plans it afresh.
+            forget(
+                client,
+                version,
+                "removing the record of a refused migration",
+            )
+            .await?;
+            run.status = FileStatus::Refused;
+            MigrateOutcome::Refused
+        }
+        Outcome::Failed => {
             let error = failure_text(&verdict);
             let _ = history::finish(client, version, false, Some(&error)).await;
             run.status = FileStatus::Failed;
@@ -348,7 +454,23 @@ async fn run_file(
         }
     };
     run.verdict = Some(verdict);
-    Ok(Some(outcome))
+    Ok(outcome)
+}
+
+/// Deletes the history row of `version`.
+async fn forget(
+    client: &tokio_postgres::Client,
+    version: i64,
+    what: &'static str,
+) -> Result<(), MigrateError> {
+    client
+        .execute(
+            "DELETE FROM pgshift.migrations WHERE version = $1",
+            &[&version],
+        )
+        .await
+        .map_err(|source| MigrateError::Database { what, source })?;
+    Ok(())
 }
 
 fn sessions<'a>(session: &'a Session, monitor: Option<&'a Session>) -> Sessions<'a> {
@@ -357,54 +479,6 @@ fn sessions<'a>(session: &'a Session, monitor: Option<&'a Session>) -> Sessions<
         monitor: monitor.map(Session::client),
         user_search_path: session.user_search_path(),
     }
-}
-
-/// Parses and plans a file; `Ok(Err(message))` when the file itself is unusable.
-async fn plan_file(
-    session: &Session,
-    file: &MigrationFile,
-    bytes: &[u8],
-    options: &MigrateOptions,
-) -> Result<Result<Schedule, String>, MigrateError> {
-    if bytes.len() as u64 > options.max_file_bytes {
-        return Ok(Err(format!(
-            "{} bytes is larger than the {}-byte limit",
-            bytes.len(),
-            options.max_file_bytes
-        )));
-    }
-    let source = match crate::source::decode(file.path.display().to_string(), bytes.to_vec()) {
-        Ok(source) => source,
-        Err(err) => return Ok(Err(err.to_string())),
-    };
-    let statements = match pgshift_sql::parse(&source.text) {
-        Ok(statements) => statements,
-        Err(err) => {
-            let at = err
-                .position()
-                .map_or_else(String::new, |p| format!("{}:{}: ", p.line, p.column));
-            return Ok(Err(format!("{at}{err}")));
-        }
-    };
-    let planned = plan(
-        session,
-        vec![PlanInput {
-            path: source.path,
-            statements,
-        }],
-        TransactionMode::Statement,
-    )
-    .await?;
-    let Some(script) = planned.files.first().map(|f| &f.script) else {
-        return Ok(Err("nothing to plan".to_owned()));
-    };
-    Ok(Ok(schedule(
-        script,
-        &ScheduleOptions {
-            allow_blocking: options.apply.allow_blocking.clone(),
-            copy_and_swap: options.apply.copy_and_swap.is_some(),
-        },
-    )))
 }
 
 fn failure_text(verdict: &ApplyVerdict) -> String {

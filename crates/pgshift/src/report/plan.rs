@@ -56,6 +56,10 @@ pub struct PlannedStatement {
     /// Everything the classifier says, route included.
     #[serde(flatten)]
     pub classification: Classification,
+    /// For a statement routed to copy-and-swap: the locks the run takes, and the
+    /// statement-as-written's for comparison.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub copy_and_swap: Option<crate::exec::cas_locks::CasLocks>,
 }
 
 /// Counts of a plan run.
