@@ -15,14 +15,64 @@ Exit codes:
 status/resume/abort/cutover: 0 done; 1 failed or could not connect; 2 refused
 (nothing swapped: a busy table, a run in the wrong state, a refusal)";
 
+/// `--version`: the crate version and the git commit it was built from.
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("PGSHIFT_GIT_COMMIT"),
+    ")"
+);
+
 /// pgshift: run any schema change on a live PostgreSQL table the safest way that
 /// exists, or refuse with a reason.
 #[derive(Debug, Parser)]
-#[command(name = "pgshift", version, about, after_help = EXIT_CODES)]
+#[command(name = "pgshift", version = VERSION, about, after_help = EXIT_CODES)]
 pub struct Cli {
     /// The command.
     #[command(subcommand)]
     pub command: Command,
+    /// Output settings shared by every command.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// When to colour text output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ColorArg {
+    /// On a terminal, unless `NO_COLOR` is set (or `TERM=dumb`).
+    Auto,
+    /// Always, even when piped.
+    Always,
+    /// Never.
+    Never,
+}
+
+/// Flags of every command: colour and how much to say.
+#[derive(Debug, clap::Args)]
+pub struct OutputArgs {
+    /// Colour severities and verdicts in text output (never in JSON, GitHub or SARIF
+    /// output).
+    #[arg(long, global = true, value_enum, default_value_t = ColorArg::Auto, value_name = "WHEN")]
+    pub color: ColorArg,
+    /// Say only the verdict and errors (no progress, no help texts).
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Say more: whole statements, every attempt, each finding's next step.
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
+}
+
+/// Output format of `pgshift lint`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LintFormat {
+    /// For people: compiler-style diagnostics.
+    Text,
+    /// Versioned JSON for machines (`format_version`).
+    Json,
+    /// GitHub Actions workflow commands: an annotation on each finding's lines.
+    Github,
+    /// SARIF 2.1.0, for code-scanning interfaces.
+    Sarif,
 }
 
 /// Output format.
@@ -78,12 +128,45 @@ pub enum Command {
     /// Start a throwaway local PostgreSQL, load the relay workload, and rewrite its
     /// partitioned `events` table online under live writers; then remove it.
     Demo(DemoArgs),
+    /// Explain a lint code or refusal cause: what it means, why it matters, the safer
+    /// SQL, and how pgshift runs it (the text of docs/LINTS.md and docs/REFUSALS.md).
+    Explain(ExplainArgs),
+    /// Print a shell completion script (for example
+    /// `pgshift completions bash > /etc/bash_completion.d/pgshift`).
+    Completions(CompletionsArgs),
+    /// Print the manual page, in roff (`pgshift man | man -l -`).
+    Man,
+}
+
+/// `pgshift explain`.
+#[derive(Debug, clap::Args)]
+pub struct ExplainArgs {
+    /// A lint code (`table-rewrite`) or refusal cause (`no-usable-key`); `--list` for
+    /// all of them.
+    #[arg(value_name = "CODE", required_unless_present = "list")]
+    pub code: Option<String>,
+    /// List every code and cause with its one-line summary.
+    #[arg(long)]
+    pub list: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+/// `pgshift completions`.
+#[derive(Debug, clap::Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum, value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
 }
 
 /// `pgshift status`.
 #[derive(Debug, clap::Args)]
 pub struct StatusArgs {
-    /// libpq connection URL or key=value string.
+    /// libpq connection URL or key=value string. Without it (or PGSHIFT_URL),
+    /// DATABASE_URL; without that, the PG* variables. PG* variables fill in what a
+    /// URL leaves out.
     #[arg(long, env = "PGSHIFT_URL", value_name = "URL", hide_env_values = true)]
     pub url: Option<String>,
     /// Output format.
@@ -94,7 +177,9 @@ pub struct StatusArgs {
 /// `pgshift resume|abort|cutover TABLE`.
 #[derive(Debug, clap::Args)]
 pub struct RunTableArgs {
-    /// libpq connection URL or key=value string.
+    /// libpq connection URL or key=value string. Without it (or PGSHIFT_URL),
+    /// DATABASE_URL; without that, the PG* variables. PG* variables fill in what a
+    /// URL leaves out.
     #[arg(long, env = "PGSHIFT_URL", value_name = "URL", hide_env_values = true)]
     pub url: Option<String>,
     /// The table of the run (`table` or `schema.table`).
@@ -186,8 +271,8 @@ pub struct LintArgs {
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<String>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    #[arg(long, value_enum, default_value_t = LintFormat::Text)]
+    pub format: LintFormat,
     /// How the runner runs each file; a first-line `-- no-transaction` comment
     /// switches a file to `statement`.
     #[arg(long, value_enum, default_value_t = TransactionModeArg::File)]
@@ -200,13 +285,18 @@ pub struct LintArgs {
     /// The largest file read, in bytes.
     #[arg(long, default_value_t = pgshift::source::DEFAULT_MAX_FILE_BYTES, value_name = "BYTES")]
     pub max_file_bytes: u64,
+    /// Where docs/LINTS.md is published, for the SARIF rules' `helpUri` (default: the
+    /// package's repository, else this build's own docs directory as a file:// URI).
+    #[arg(long, value_name = "URL")]
+    pub docs_url: Option<String>,
 }
 
 /// `pgshift plan`.
 #[derive(Debug, clap::Args)]
 pub struct PlanArgs {
-    /// libpq connection URL or key=value string; PG* environment variables fill in
-    /// what it leaves out.
+    /// libpq connection URL or key=value string. Without it (or PGSHIFT_URL),
+    /// DATABASE_URL; without that, the PG* variables. PG* variables fill in what a
+    /// URL leaves out.
     #[arg(long, env = "PGSHIFT_URL", value_name = "URL", hide_env_values = true)]
     pub url: Option<String>,
     /// Files or directories to plan.
@@ -218,7 +308,8 @@ pub struct PlanArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
-    /// How the runner runs each file.
+    /// How the runner runs each file (`--sql` is judged statement by statement, as
+    /// `apply --sql` runs it).
     #[arg(long, value_enum, default_value_t = TransactionModeArg::File)]
     pub transaction_mode: TransactionModeArg,
     /// The largest file read, in bytes.
@@ -291,8 +382,9 @@ impl BudgetArgs {
 /// `pgshift apply`.
 #[derive(Debug, clap::Args)]
 pub struct ApplyArgs {
-    /// libpq connection URL or key=value string; PG* environment variables fill in
-    /// what it leaves out.
+    /// libpq connection URL or key=value string. Without it (or PGSHIFT_URL),
+    /// DATABASE_URL; without that, the PG* variables. PG* variables fill in what a
+    /// URL leaves out.
     #[arg(long, env = "PGSHIFT_URL", value_name = "URL", hide_env_values = true)]
     pub url: Option<String>,
     /// The migration file to apply.
@@ -322,8 +414,9 @@ pub struct ApplyArgs {
 /// `pgshift migrate`.
 #[derive(Debug, clap::Args)]
 pub struct MigrateArgs {
-    /// libpq connection URL or key=value string; PG* environment variables fill in
-    /// what it leaves out.
+    /// libpq connection URL or key=value string. Without it (or PGSHIFT_URL),
+    /// DATABASE_URL; without that, the PG* variables. PG* variables fill in what a
+    /// URL leaves out.
     #[arg(long, env = "PGSHIFT_URL", value_name = "URL", hide_env_values = true)]
     pub url: Option<String>,
     /// The migrations directory.

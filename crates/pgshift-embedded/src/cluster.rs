@@ -52,6 +52,9 @@ pub struct ClusterOptions {
     /// Let the server outlive this process (no parent-death signal), e.g. for
     /// `pgshift demo --keep`; pair with [`Cluster::keep`].
     pub keep_on_exit: bool,
+    /// The whole `pg_hba.conf` to use instead of initdb's (which trusts every
+    /// local connection), e.g. to make roles log in with a password.
+    pub hba: Option<String>,
 }
 
 impl ClusterOptions {
@@ -75,6 +78,15 @@ impl ClusterOptions {
     /// Adds a server setting (overriding a default of the same name).
     pub fn setting(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.settings.push((name.into(), value.into()));
+        self
+    }
+
+    /// Uses `lines` as the cluster's `pg_hba.conf`, e.g.
+    /// `"local all postgres trust\nhost all all 127.0.0.1/32 scram-sha-256\n"`
+    /// (keep a line that lets `postgres` in over the socket: the crate's own
+    /// `psql` calls connect that way).
+    pub fn hba(mut self, lines: impl Into<String>) -> Self {
+        self.hba = Some(lines.into());
         self
     }
 
@@ -119,6 +131,13 @@ impl Cluster {
         let template = ensure_template(&install, &root, &run_as)?;
         let dir = ClusterDir::allocate(&root, &run_as)?;
         copy_tree(&template, &dir.path.join("data"), &run_as)?;
+        if let Some(hba) = &options.hba {
+            let path = dir.path.join("data").join("pg_hba.conf");
+            std::fs::write(&path, hba)
+                .map_err(|e| Error::io(format!("writing {}", path.display()), e))?;
+            set_mode(&path, 0o600)?;
+            run_as.chown(&path)?;
+        }
         Self::launch(install, options.clone(), run_as, dir)
     }
 

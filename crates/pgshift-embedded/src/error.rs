@@ -23,8 +23,63 @@ pub enum Error {
         looked_in: Vec<Rejected>,
     },
 
+    /// No server was found, and downloading one failed (or could not start).
+    #[error(
+        "no PostgreSQL 14+ server binaries found (looked in: {}), and none could be downloaded: \
+         {reason}; install PostgreSQL 14+ server binaries, e.g. `apt-get install postgresql`, or \
+         set PGSHIFT_PG_BIN to a bin directory",
+        describe_candidates(.looked_in)
+    )]
+    FetchFailed {
+        /// Every directory that was considered, with why it was not used.
+        looked_in: Vec<Rejected>,
+        /// Why the download failed.
+        reason: Box<Error>,
+    },
+
+    /// A program that downloading a server needs is not installed.
+    #[error(
+        "{tool} is not installed (tried {tried}); install it {purpose} (Debian/Ubuntu: \
+         `apt-get install {package}`)"
+    )]
+    MissingTool {
+        /// The program, e.g. `pip`.
+        tool: &'static str,
+        /// What was tried, e.g. "`python3 -m pip`, `pip3` and `pip`".
+        tried: &'static str,
+        /// The Debian/Ubuntu package that installs it.
+        package: &'static str,
+        /// What it is needed for.
+        purpose: &'static str,
+    },
+
+    /// Downloading or unpacking a server build failed.
+    #[error("downloading {what} failed: {detail}")]
+    Download {
+        /// What was being downloaded.
+        what: String,
+        /// What went wrong and what to check.
+        detail: String,
+    },
+
+    /// An environment variable (or a value standing for one) cannot be used.
+    #[error("{name}={value:?}: {reason}")]
+    BadEnv {
+        /// The variable.
+        name: &'static str,
+        /// Its value.
+        value: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+
     /// `PGSHIFT_PG_BIN` names a directory that cannot be used.
-    #[error("PGSHIFT_PG_BIN={}: {reason}", .path.display())]
+    #[error(
+        "PGSHIFT_PG_BIN={}: {reason}; set it to the bin directory of a PostgreSQL 14+ server \
+         (holding `postgres` and `initdb`), or unset it to use an installed server or, if there \
+         is none, a downloaded one",
+        .path.display()
+    )]
     BadPgBinEnv {
         /// The value of `PGSHIFT_PG_BIN`.
         path: PathBuf,

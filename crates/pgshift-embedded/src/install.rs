@@ -1,28 +1,20 @@
 //! Finding PostgreSQL server binaries ([`PgInstall`]) and reading their version
 //! ([`PgVersion`]).
 //!
-//! Discovery order: `PGSHIFT_PG_BIN` (a bin directory; if set it must be usable),
-//! then `pg_config --bindir` (if `pg_config` is on `PATH`), then
-//! `/usr/lib/postgresql/*/bin`, newest major first. A directory qualifies only if
-//! it holds both `postgres` and `initdb` (a `pg_config` can come from a
-//! client-only package) and the server is PostgreSQL 14 or newer.
+//! A directory qualifies only if it holds both `postgres` and `initdb` (a
+//! `pg_config` can come from a client-only package) and the server is
+//! PostgreSQL 14 or newer. Where to look is [`crate::Discovery`]'s job.
 
 use std::ffi::OsString;
 use std::fmt;
-use std::io;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::discovery::Discovery;
 use crate::error::{Error, Rejected, Result};
-
-/// Environment variable naming the bin directory to use.
-pub const PG_BIN_ENV: &str = "PGSHIFT_PG_BIN";
 
 /// Oldest supported major version.
 pub const MIN_MAJOR: u32 = 14;
-
-/// Where distribution packages (Debian, Ubuntu) put one directory per major.
-const DISTRO_ROOT: &str = "/usr/lib/postgresql";
 
 /// Client environment variables that would silently change where or how the
 /// crate's own `psql`/`pg_basebackup` calls connect; they are removed.
@@ -88,61 +80,13 @@ pub struct PgInstall {
 
 impl PgInstall {
     /// Finds server binaries: `PGSHIFT_PG_BIN`, then `pg_config --bindir`, then
-    /// `/usr/lib/postgresql/*/bin` (newest major first).
+    /// `/usr/lib/postgresql/*/bin` (newest major first), and when none is found,
+    /// downloads one into a cache unless `PGSHIFT_PG_FETCH=0` (see [`Discovery`]).
     ///
     /// If `PGSHIFT_PG_BIN` is set (non-empty) it is the only candidate, and an
     /// unusable value is an error rather than silently ignored.
     pub fn discover() -> Result<Self> {
-        if let Some(dir) = std::env::var_os(PG_BIN_ENV).filter(|v| !v.is_empty()) {
-            let dir = PathBuf::from(dir);
-            return match probe(&dir) {
-                Ok(install) => Ok(install),
-                Err(Probe::TooOld(version)) => Err(Error::UnsupportedVersion {
-                    version,
-                    bindir: dir,
-                }),
-                Err(Probe::Unusable(reason)) => Err(Error::BadPgBinEnv { path: dir, reason }),
-            };
-        }
-        let mut rejected = Vec::new();
-        let mut candidates = Vec::new();
-        match pg_config_bindir() {
-            Ok(dir) => candidates.push(dir),
-            Err(reason) => rejected.push(Rejected {
-                path: PathBuf::from("pg_config --bindir"),
-                reason,
-            }),
-        }
-        match distro_bindirs() {
-            Ok(dirs) if !dirs.is_empty() => candidates.extend(dirs),
-            Ok(_) => rejected.push(Rejected {
-                path: PathBuf::from(format!("{DISTRO_ROOT}/*/bin")),
-                reason: "no versions there".to_owned(),
-            }),
-            Err(reason) => rejected.push(Rejected {
-                path: PathBuf::from(format!("{DISTRO_ROOT}/*/bin")),
-                reason,
-            }),
-        }
-        let mut seen: Vec<PathBuf> = Vec::new();
-        for dir in candidates {
-            let key = std::fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone());
-            if seen.contains(&key) {
-                continue;
-            }
-            seen.push(key);
-            match probe(&dir) {
-                Ok(install) => return Ok(install),
-                Err(Probe::TooOld(v)) => rejected.push(Rejected {
-                    path: dir,
-                    reason: format!("PostgreSQL {v} is older than {MIN_MAJOR}"),
-                }),
-                Err(Probe::Unusable(reason)) => rejected.push(Rejected { path: dir, reason }),
-            }
-        }
-        Err(Error::NoServerBinaries {
-            looked_in: rejected,
-        })
+        Discovery::from_env()?.run()
     }
 
     /// Uses the given bin directory, which must hold `postgres` and `initdb` of
@@ -205,12 +149,12 @@ impl PgInstall {
 }
 
 /// Why a candidate directory was not taken.
-enum Probe {
+pub(crate) enum Probe {
     TooOld(PgVersion),
     Unusable(String),
 }
 
-fn probe(dir: &Path) -> std::result::Result<PgInstall, Probe> {
+pub(crate) fn probe(dir: &Path) -> std::result::Result<PgInstall, Probe> {
     if !dir.is_dir() {
         return Err(Probe::Unusable("not a directory".to_owned()));
     }
@@ -255,39 +199,6 @@ fn probe(dir: &Path) -> std::result::Result<PgInstall, Probe> {
         return Err(Probe::TooOld(install.version));
     }
     Ok(install)
-}
-
-fn pg_config_bindir() -> std::result::Result<PathBuf, String> {
-    let output = match Command::new("pg_config").arg("--bindir").output() {
-        Ok(o) => o,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err("not on PATH".to_owned()),
-        Err(e) => return Err(format!("cannot run: {e}")),
-    };
-    if !output.status.success() {
-        return Err(format!("exited with {}", output.status));
-    }
-    let text = String::from_utf8_lossy(&output.stdout).trim().to_owned();
-    if text.is_empty() {
-        return Err("printed nothing".to_owned());
-    }
-    Ok(PathBuf::from(text))
-}
-
-fn distro_bindirs() -> std::result::Result<Vec<PathBuf>, String> {
-    let entries = match std::fs::read_dir(DISTRO_ROOT) {
-        Ok(e) => e,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(format!("cannot list: {e}")),
-    };
-    let mut majors: Vec<(u32, PathBuf)> = entries
-        .filter_map(|entry| entry.ok())
-        .filter_map(|entry| {
-            let major = entry.file_name().to_str()?.parse::<u32>().ok()?;
-            Some((major, entry.path().join("bin")))
-        })
-        .collect();
-    majors.sort_by_key(|m| std::cmp::Reverse(m.0));
-    Ok(majors.into_iter().map(|(_, dir)| dir).collect())
 }
 
 fn is_executable(path: &Path) -> bool {

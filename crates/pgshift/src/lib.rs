@@ -7,6 +7,7 @@
 //! - [`lock::LockMode`] is PostgreSQL's lock-mode lattice and conflict table.
 //! - [`refusal`] is the closed list of reasons pgshift declines a statement.
 //! - [`connect`] opens budgeted, search-path-safe sessions.
+//! - [`pages`] explains every lint code and refusal cause (`pgshift explain`, the docs).
 #![deny(missing_docs)]
 
 pub mod cas;
@@ -17,6 +18,7 @@ pub mod exec;
 pub mod lint;
 pub mod lock;
 pub mod migrate;
+pub mod pages;
 pub mod plan;
 pub mod refusal;
 pub mod report;

@@ -1,10 +1,12 @@
-//! PostgreSQL's table-level lock modes, their conflicts, and what each one blocks.
+//! PostgreSQL's table-level lock modes, their conflicts, and what each one blocks; and
+//! the roles that relate a locked relation a statement does not name to one it does.
 //!
 //! The conflict matrix is the one in the PostgreSQL documentation ("Explicit Locking",
 //! table 13.2), identical in versions 14 to 18.
 
 use std::fmt;
 
+use pgshift_sql::QualifiedName;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A table-level lock mode, ordered from weakest to strongest.
@@ -151,6 +153,185 @@ impl<'de> Deserialize<'de> for LockMode {
     }
 }
 
+/// What kind of catalog object a [`Role`] is relative to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ObjectClass {
+    /// A table, view, index, sequence (anything in `pg_class`).
+    Relation,
+    /// A type or a domain.
+    Type,
+    /// A schema.
+    Schema,
+    /// A publication.
+    Publication,
+    /// An extended statistics object.
+    Statistics,
+    /// Any other object (a function, an operator, an extension).
+    Other,
+}
+
+/// A catalog object as the statement writes it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ObjectRef {
+    /// Its class.
+    pub class: ObjectClass,
+    /// Its name (a schema or publication has no schema part).
+    pub name: QualifiedName,
+}
+
+impl ObjectRef {
+    /// A relation.
+    pub fn relation(name: &QualifiedName) -> ObjectRef {
+        ObjectRef {
+            class: ObjectClass::Relation,
+            name: name.clone(),
+        }
+    }
+}
+
+impl fmt::Display for ObjectRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let class = match self.class {
+            ObjectClass::Relation => "",
+            ObjectClass::Type => "type ",
+            ObjectClass::Schema => "schema ",
+            ObjectClass::Publication => "publication ",
+            ObjectClass::Statistics => "statistics ",
+            ObjectClass::Other => "object ",
+        };
+        write!(f, "{class}{}", self.name)
+    }
+}
+
+/// How a relation a statement locks without naming it relates to an object the
+/// statement names: the closed vocabulary of related locks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    /// The partitioned table (or inheritance parents) a relation is a child of.
+    Parent,
+    /// Every partition or inheritance child, at every level.
+    Descendants,
+    /// The default partition of a partitioned table.
+    DefaultPartition,
+    /// Each table a table references by foreign key.
+    ReferencedTables,
+    /// Each table referencing a table (or one of its partitions) by foreign key, and
+    /// the tables referencing those, at every level.
+    ReferencingTables,
+    /// The table an index is on (and, for a partitioned index, each partition's table
+    /// and index).
+    IndexedTable,
+    /// Each sequence a table owns (serial and identity columns).
+    OwnedSequences,
+    /// Every relation whose objects are dropped with an object even without CASCADE
+    /// (its indexes, constraints and their other tables, policies, rules, triggers).
+    DroppedWith,
+    /// Every relation holding an object that depends on it, dropped by CASCADE.
+    CascadeDependents,
+    /// Every table with a column of a type or domain (directly, through an array, a
+    /// domain or a composite type), and every typed table of it.
+    TablesOfType,
+    /// The relations a view reads, through views at every level.
+    ViewBaseRelations,
+    /// The relations a table's rules act on or read.
+    RuleRelations,
+    /// The relations a table's policies read in their expressions.
+    PolicyRelations,
+    /// Every table of a publication.
+    PublicationTables,
+    /// Every relation in a schema.
+    SchemaRelations,
+    /// The table an extended statistics object is on.
+    StatisticsTable,
+    /// Whatever the functions of a table's triggers (or a statement's functions) lock:
+    /// open-ended, so bounded by the strongest mode.
+    UnknownDependents,
+}
+
+impl Role {
+    /// Every role.
+    pub const ALL: [Role; 17] = [
+        Role::Parent,
+        Role::Descendants,
+        Role::DefaultPartition,
+        Role::ReferencedTables,
+        Role::ReferencingTables,
+        Role::IndexedTable,
+        Role::OwnedSequences,
+        Role::DroppedWith,
+        Role::CascadeDependents,
+        Role::TablesOfType,
+        Role::ViewBaseRelations,
+        Role::RuleRelations,
+        Role::PolicyRelations,
+        Role::PublicationTables,
+        Role::SchemaRelations,
+        Role::StatisticsTable,
+        Role::UnknownDependents,
+    ];
+
+    /// The kebab-case name (`default-partition`), as in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Parent => "parent",
+            Role::Descendants => "descendants",
+            Role::DefaultPartition => "default-partition",
+            Role::ReferencedTables => "referenced-tables",
+            Role::ReferencingTables => "referencing-tables",
+            Role::IndexedTable => "indexed-table",
+            Role::OwnedSequences => "owned-sequences",
+            Role::DroppedWith => "dropped-with",
+            Role::CascadeDependents => "cascade-dependents",
+            Role::TablesOfType => "tables-of-type",
+            Role::ViewBaseRelations => "view-base-relations",
+            Role::RuleRelations => "rule-relations",
+            Role::PolicyRelations => "policy-relations",
+            Role::PublicationTables => "publication-tables",
+            Role::SchemaRelations => "schema-relations",
+            Role::StatisticsTable => "statistics-table",
+            Role::UnknownDependents => "unknown-dependents",
+        }
+    }
+
+    /// The relations in this role to `of`, in words (`the default partition of
+    /// ledger`).
+    pub fn describe(self, of: &ObjectRef) -> String {
+        match self {
+            Role::Parent => format!("the partitioned parent (or inheritance parents) of {of}"),
+            Role::Descendants => {
+                format!("every partition or inheritance child of {of}, at every level")
+            }
+            Role::DefaultPartition => format!("the default partition of {of}"),
+            Role::ReferencedTables => format!("each table {of} references by foreign key"),
+            Role::ReferencingTables => {
+                format!("each table referencing {of} by foreign key, at every level")
+            }
+            Role::IndexedTable => format!("the table of index {of}"),
+            Role::OwnedSequences => format!("each sequence {of} owns"),
+            Role::DroppedWith => format!("every relation whose objects are dropped with {of}"),
+            Role::CascadeDependents => format!("every dependent object of CASCADE on {of}"),
+            Role::TablesOfType => format!("every table using {of}"),
+            Role::ViewBaseRelations => format!("the base relations of view {of}, at every level"),
+            Role::RuleRelations => format!("the relations the rules of {of} act on"),
+            Role::PolicyRelations => format!("the relations the policies of {of} read"),
+            Role::PublicationTables => format!("every table of {of}"),
+            Role::SchemaRelations => format!("every relation in {of}"),
+            Role::StatisticsTable => format!("the table of {of}"),
+            Role::UnknownDependents => {
+                format!("unknown relations reached through {of} (its dependents, or what its triggers' functions lock)")
+            }
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,6 +364,16 @@ mod tests {
         assert!(!Exclusive.blocks_reads());
         assert!(Share.blocks_writes());
         assert!(!ShareUpdateExclusive.blocks_writes());
+    }
+
+    #[test]
+    fn role_names_are_their_json_spelling() {
+        for role in Role::ALL {
+            assert_eq!(
+                serde_json::to_value(role).expect("serializes"),
+                serde_json::Value::String(role.as_str().to_owned())
+            );
+        }
     }
 
     #[test]

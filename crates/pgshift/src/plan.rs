@@ -1,17 +1,30 @@
 //! Planning against a live database: read the facts of every relation the input names
-//! in one catalog snapshot, then judge each file with them.
+//! in one catalog snapshot, judge each file with them, then give each statement the
+//! verdict `apply` would give.
 //!
-//! Planning is read-only: the only statements sent are catalog reads inside a
-//! `REPEATABLE READ READ ONLY` transaction on a session whose budgets and
-//! `search_path` were set by [`crate::connect`].
+//! Planning is read-only: the only statements sent are catalog reads (inside a
+//! `REPEATABLE READ READ ONLY` transaction for the snapshot) on a session whose
+//! budgets and `search_path` were set by [`crate::connect`]. None of them takes a
+//! relation lock that DDL holds, so a table locked by another session is planned as
+//! usual, and the plan says who holds the lock.
+//!
+//! The verdict of each statement is its classification folded with [`judge`], the
+//! same pre-run judgement `apply` makes: a statement the schedule or the live checks
+//! refuse (blocking work without `--allow-blocking`, an invalid index under a build's
+//! name, a stopped copy-and-swap run, a transaction block that cannot be split) is
+//! shown refused with that refusal.
 
 use std::collections::BTreeSet;
 
 use thiserror::Error;
 
-use crate::catalog::read::{read_snapshot, CatalogError};
-use crate::catalog::CatalogSnapshot;
+use crate::catalog::read::{read_snapshot_with, CatalogError};
+use crate::catalog::{CatalogSnapshot, Lookup};
 use crate::connect::Session;
+use crate::exec::judge::{judge, JudgeError};
+use crate::exec::schedule::{Schedule, ScheduleOptions, Scheduled};
+use crate::lock::{ObjectClass, ObjectRef};
+use crate::route::Route;
 use crate::script::{analyze, transaction_mode_for, Knowledge, Script, TransactionMode};
 use pgshift_sql::{QualifiedName, Statement};
 
@@ -29,8 +42,18 @@ pub struct PlanInput {
 pub struct PlannedFile {
     /// The path as the user gave it.
     pub path: String,
-    /// The file judged with live facts.
+    /// The file judged with live facts, each statement's route folded with the
+    /// pre-run verdict.
     pub script: Script,
+    /// The pre-run verdict: what `apply` would schedule, and what it would refuse.
+    pub schedule: Schedule,
+}
+
+/// How the plan judges what `apply` would do.
+#[derive(Clone, Debug, Default)]
+pub struct PlanOptions {
+    /// Tables whose blocking forms the operator accepts (`--allow-blocking`).
+    pub allow_blocking: Vec<QualifiedName>,
 }
 
 /// The result of planning.
@@ -61,6 +84,9 @@ pub enum PlanError {
     /// Reading the catalog failed.
     #[error("reading the catalog: {0}")]
     Catalog(#[from] CatalogError),
+    /// The pre-run checks could not be made.
+    #[error("{0}")]
+    Judge(#[from] JudgeError),
 }
 
 /// Plans `inputs` in order against the database behind `session`. Relations created
@@ -71,9 +97,29 @@ pub async fn plan(
     inputs: Vec<PlanInput>,
     default_mode: TransactionMode,
 ) -> Result<Plan, PlanError> {
-    let names = relation_names(&inputs, default_mode);
-    let snapshot = read_snapshot(session.client(), &names, session.user_search_path()).await?;
+    plan_with(session, inputs, default_mode, &PlanOptions::default()).await
+}
+
+/// [`plan`], with the operator's choices that change the verdict.
+pub async fn plan_with(
+    session: &Session,
+    inputs: Vec<PlanInput>,
+    default_mode: TransactionMode,
+    options: &PlanOptions,
+) -> Result<Plan, PlanError> {
+    let (names, objects) = relation_names(&inputs, default_mode);
+    let snapshot = read_snapshot_with(
+        session.client(),
+        &names,
+        &objects,
+        session.user_search_path(),
+    )
+    .await?;
     let server_version_num = Some(snapshot.server.version_num);
+    let schedule_options = ScheduleOptions {
+        allow_blocking: options.allow_blocking.clone(),
+        copy_and_swap: true,
+    };
     let mut created_in_run: BTreeSet<QualifiedName> = BTreeSet::new();
     let mut files = Vec::with_capacity(inputs.len());
     for input in inputs {
@@ -83,28 +129,113 @@ pub async fn plan(
             server_version_num,
             created_earlier: Some(&created_in_run),
         };
-        let script = analyze(input.statements, mode, knowledge);
+        let mut script = analyze(input.statements, mode, knowledge);
         for item in &script.statements {
             created_in_run.extend(item.classification.created_relations().cloned());
         }
+        let schedule = judge(
+            session.client(),
+            &script,
+            &schedule_options,
+            session.user_search_path(),
+        )
+        .await?;
+        fold(&mut script, &schedule, &snapshot);
         files.push(PlannedFile {
             path: input.path,
             script,
+            schedule,
         });
     }
     Ok(Plan { snapshot, files })
 }
 
-/// Every relation the inputs lock or create, as written, to look up in one go.
-fn relation_names(inputs: &[PlanInput], default_mode: TransactionMode) -> Vec<QualifiedName> {
+/// Gives each statement the pre-run verdict: a refusal replaces its route; a unit
+/// accepted as blocking, and a lock another session holds on what it locks, are said
+/// in its reasons.
+fn fold(script: &mut Script, schedule: &Schedule, snapshot: &CatalogSnapshot) {
+    for refused in &schedule.refusals {
+        if let Some(item) = script.statements.get_mut(refused.statement) {
+            if item.classification.route.refusal().is_none() {
+                item.classification.route = Route::Refused {
+                    refusal: refused.refusal.clone(),
+                };
+            }
+        }
+    }
+    for item in &schedule.items {
+        let Scheduled::Unit { unit } = item else {
+            continue;
+        };
+        if !unit.accepted_blocking {
+            continue;
+        }
+        for &index in &unit.statements {
+            if let Some(item) = script.statements.get_mut(index) {
+                push_reason(
+                    &mut item.classification.reasons,
+                    "runs as written, blocking: its table is named with --allow-blocking"
+                        .to_owned(),
+                );
+            }
+        }
+    }
+    for item in &mut script.statements {
+        let mut held = Vec::new();
+        for lock in &item.classification.locks {
+            let Lookup::Found(facts) = snapshot.lookup(&lock.relation) else {
+                continue;
+            };
+            for other in facts
+                .locks_elsewhere
+                .iter()
+                .filter(|other| other.mode.conflicts_with(lock.mode))
+            {
+                held.push(format!(
+                    "{} {} {} on {} now, which conflicts with the {} this statement takes: apply waits at most its lock budget for each attempt and refuses (lock-budget-exhausted) if it is still held",
+                    other.pid.map_or_else(|| "a prepared transaction".to_owned(), |pid| format!("backend pid {pid}")),
+                    if other.granted { "holds" } else { "waits for" },
+                    other.mode.sql_name(),
+                    other.relation,
+                    lock.mode.sql_name()
+                ));
+            }
+        }
+        for reason in held {
+            push_reason(&mut item.classification.reasons, reason);
+        }
+    }
+}
+
+fn push_reason(reasons: &mut Vec<String>, reason: String) {
+    if !reasons.contains(&reason) {
+        reasons.push(reason);
+    }
+}
+
+/// Every relation the inputs lock or create, as written, and every other object whose
+/// related relations they lock, to look up in one go.
+fn relation_names(
+    inputs: &[PlanInput],
+    default_mode: TransactionMode,
+) -> (Vec<QualifiedName>, Vec<ObjectRef>) {
     let mut names: BTreeSet<QualifiedName> = BTreeSet::new();
+    let mut objects: BTreeSet<ObjectRef> = BTreeSet::new();
     for input in inputs {
         let mode = transaction_mode_for(&input.statements, default_mode);
         let script = analyze(input.statements.clone(), mode, Knowledge::offline());
         for item in &script.statements {
             names.extend(item.classification.locks.iter().map(|l| l.relation.clone()));
             names.extend(item.classification.created_relations().cloned());
+            for related in &item.classification.related_locks {
+                let of = &related.related_to.of;
+                if of.class == ObjectClass::Relation {
+                    names.insert(of.name.clone());
+                } else {
+                    objects.insert(of.clone());
+                }
+            }
         }
     }
-    names.into_iter().collect()
+    (names.into_iter().collect(), objects.into_iter().collect())
 }

@@ -21,6 +21,17 @@ pub enum RefusalClass {
     Unsafe,
 }
 
+impl RefusalClass {
+    /// The lowercase name.
+    pub fn name(self) -> &'static str {
+        match self {
+            RefusalClass::Unsupported => "unsupported",
+            RefusalClass::Invalid => "invalid",
+            RefusalClass::Unsafe => "unsafe",
+        }
+    }
+}
+
 macro_rules! refusal_causes {
     ($( $(#[$doc:meta])* $variant:ident = $name:literal, $class:ident; )*) => {
         /// Why a statement is refused. Closed vocabulary; serialized in kebab-case.
@@ -110,6 +121,21 @@ refusal_causes! {
     /// table, `CREATE` on the database or a schema, the engine's own schema and run
     /// table); the message names the `GRANT` that gives it.
     MissingPrivilege = "missing-privilege", Invalid;
+    /// A step would scan, build or rewrite an existing relation under a lock that
+    /// blocks writes, and no safer sequence or copy-and-swap exists for it;
+    /// `--allow-blocking TABLE` runs it as written, reported as blocking.
+    BlockingWork = "blocking-work", Unsupported;
+    /// `ADD COLUMN … NOT NULL` with no default on a table that has rows: every existing
+    /// row would hold NULL, so PostgreSQL rejects it.
+    NullInExistingRows = "null-in-existing-rows", Invalid;
+    /// Row-level security applies to the connecting role on the table (enabled, and
+    /// the role is neither a superuser nor `BYPASSRLS`, and not its owner or the table
+    /// is `FORCE`d): the run's reads would see only the rows the policies show, and the
+    /// swap would drop the others.
+    RowSecurityApplies = "row-security-applies", Unsafe;
+    /// The file system the run would write the shadow (or WAL) to has less free space
+    /// than the run's estimated need.
+    InsufficientDiskSpace = "insufficient-disk-space", Unsafe;
 }
 
 impl fmt::Display for RefusalCause {
@@ -124,24 +150,35 @@ impl Serialize for RefusalCause {
     }
 }
 
-/// A refusal: one cause, its class, and a sentence for people.
+/// A refusal: one cause, its class, a sentence for people, and the next step.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Refusal {
     /// Why, from a closed list.
     pub cause: RefusalCause,
     /// The cause's class (always `cause.class()`).
     pub class: RefusalClass,
-    /// What a person should know, including how to proceed.
+    /// What went wrong, in words.
     pub message: String,
+    /// What to do next, one sentence: the "do this" line printed after the message
+    /// (the cause's page's, unless the refusal knows a more precise one).
+    pub next_step: String,
 }
 
 impl Refusal {
-    /// A refusal for `cause`; its class is the cause's own.
+    /// A refusal for `cause`; its class is the cause's own, its next step the cause's
+    /// page's (`pgshift explain CAUSE`).
     pub fn new(cause: RefusalCause, message: impl Into<String>) -> Self {
         Refusal {
             cause,
             class: cause.class(),
             message: message.into(),
+            next_step: crate::pages::refusal_page(cause).do_this.to_owned(),
         }
+    }
+
+    /// The same refusal with a more precise next step.
+    pub fn with_next_step(mut self, next_step: impl Into<String>) -> Self {
+        self.next_step = next_step.into();
+        self
     }
 }

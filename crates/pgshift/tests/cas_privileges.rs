@@ -6,8 +6,7 @@ mod common;
 
 use common::cas::{artifacts, ensure_roles, options, value};
 use common::*;
-use pgshift::cas::{self, CasError, Mode, Silent};
-use pgshift::connect::ConnectionSpec;
+use pgshift::cas::{self, CasError, Mode};
 use pgshift::refusal::RefusalCause;
 use pgshift_sql::QualifiedName;
 
@@ -19,24 +18,13 @@ ALTER TABLE shop.orders OWNER TO priv_owner;
 GRANT USAGE ON SCHEMA shop TO priv_owner, priv_other;
 ";
 
-/// `db` as `role` (the cluster trusts local connections).
-fn spec_as(db: &str, role: &str) -> ConnectionSpec {
-    let conninfo = cluster().connection_string(db).replace(
-        &format!("user={}", cluster().superuser()),
-        &format!("user={role}"),
-    );
-    ConnectionSpec::parse(&conninfo).expect("spec")
-}
-
 async fn run_as(db: &str, role: &str) -> Result<cas::RunReport, CasError> {
-    let statements =
-        pgshift_sql::parse("ALTER TABLE shop.orders ALTER COLUMN qty TYPE bigint").expect("valid");
-    cas::start(
-        &spec_as(db, role),
-        &statements[0],
+    common::cas::run_as(
+        db,
+        role,
         &QualifiedName::qualified("shop", "orders"),
+        "ALTER TABLE shop.orders ALTER COLUMN qty TYPE bigint",
         options(Mode::Live),
-        &mut Silent,
     )
     .await
 }

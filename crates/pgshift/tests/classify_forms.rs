@@ -39,10 +39,13 @@ fn render(statement: &str, classification: &Classification) -> String {
         .iter()
         .map(|lock| {
             format!(
-                "{} {}{}",
+                "{} {}{}{}",
                 lock.relation,
                 lock.mode.sql_name(),
-                if lock.recurses { " (+partitions)" } else { "" }
+                if lock.recurses { " (+partitions)" } else { "" },
+                lock.index_mode
+                    .map(|m| format!(" (indexes {})", m.sql_name()))
+                    .unwrap_or_default()
             )
         })
         .collect();
@@ -55,6 +58,14 @@ fn render(statement: &str, classification: &Classification) -> String {
             locks.join("; ")
         }
     );
+    if !classification.related_locks.is_empty() {
+        let related: Vec<String> = classification
+            .related_locks
+            .iter()
+            .map(|lock| format!("{} {}", lock.description, lock.mode.sql_name()))
+            .collect();
+        let _ = writeln!(out, "  related: {}", related.join("; "));
+    }
     let _ = writeln!(
         out,
         "  work: {:?}; transaction: {:?}; destructive: {}",

@@ -267,3 +267,22 @@ fn concurrently_inside_a_transaction_block_is_refused() {
     let c = classify(&statements[0], &context);
     assert_eq!(cause(&c), Some(RefusalCause::NotAllowedInTransaction));
 }
+
+#[test]
+fn the_altered_table_is_the_first_lock_even_when_a_subcommand_references_another() {
+    // Copy-and-swap takes its table from the first lock: a foreign key's referenced
+    // table must not come first.
+    for sql in [
+        "ALTER TABLE plain ADD COLUMN x bigint DEFAULT (random() * 10)::bigint REFERENCES outbox (id)",
+        "ALTER TABLE plain ADD CONSTRAINT f FOREIGN KEY (a) REFERENCES outbox (id), ALTER COLUMN b TYPE bigint",
+    ] {
+        let c = offline(sql);
+        assert_eq!(c.route, Route::CopyAndSwap, "{sql}");
+        assert_eq!(
+            c.locks.first().map(|l| l.relation.clone()),
+            Some(QualifiedName::bare("plain")),
+            "{sql}: {:?}",
+            c.locks
+        );
+    }
+}

@@ -428,6 +428,14 @@ async fn verify_full_checks_the_chain_and_the_host_name() {
         ),
         "{error:?}"
     );
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "tls handshake with 127.0.0.1:{port} failed: invalid peer certificate: UnknownIssuer; \
+             the server's certificate is not signed by a trusted root; point sslrootcert= at the \
+             certificate of the CA that signed it"
+        )
+    );
 
     let misnamed = format!("host=db.invalid hostaddr=127.0.0.1 port={port} user=postgres dbname=postgres sslrootcert={ca}");
     let error = connect_error(&format!("{misnamed} sslmode=verify-full")).await;

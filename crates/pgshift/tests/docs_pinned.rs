@@ -67,3 +67,33 @@ fn closed_vocabularies_serialize_as_documented() {
         assert_eq!(Code::from_name(code.name()), Some(*code));
     }
 }
+
+/// `docs/LINTS.md` and `docs/REFUSALS.md` are generated from `pgshift::pages`, the text
+/// `pgshift explain` prints; with `PGSHIFT_UPDATE_DOCS=1` this test writes them.
+#[test]
+fn lint_and_refusal_docs_are_generated_from_the_pages() {
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs");
+    let update = std::env::var_os("PGSHIFT_UPDATE_DOCS").is_some();
+    let mut stale = Vec::new();
+    for (name, generated) in [
+        ("LINTS.md", pgshift::pages::lints_markdown()),
+        ("REFUSALS.md", pgshift::pages::refusals_markdown()),
+    ] {
+        let path = docs.join(name);
+        if update {
+            std::fs::write(&path, &generated)
+                .unwrap_or_else(|err| panic!("{}: {err}", path.display()));
+            continue;
+        }
+        let current = std::fs::read_to_string(&path).unwrap_or_default();
+        if current != generated {
+            stale.push(name);
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "docs/{} differ from crates/pgshift/src/pages/; regenerate them with `{}`",
+        stale.join(" and docs/"),
+        pgshift::pages::UPDATE_COMMAND
+    );
+}

@@ -168,8 +168,9 @@ async fn inv_st_2_an_invalid_index_in_the_way_is_reported_not_dropped() {
     )
     .await;
     assert_eq!(verdict.outcome, Outcome::Refused, "{verdict:?}");
+    // Found before anything runs, by the judgement plan shares.
     assert_eq!(
-        verdict.runtime_refusal.as_ref().map(|r| r.cause),
+        verdict.refusals.first().map(|r| r.refusal.cause),
         Some(RefusalCause::InvalidIndexExists)
     );
     let still = cluster()

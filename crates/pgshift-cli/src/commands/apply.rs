@@ -72,7 +72,8 @@ async fn run_async(args: &ApplyArgs) -> u8 {
             return exit::INPUT_ERROR;
         }
     };
-    let spec = match ConnectionSpec::parse(args.url.as_deref().unwrap_or("")) {
+    let spec = match ConnectionSpec::parse(&super::connection::connection_text(args.url.as_deref()))
+    {
         Ok(spec) => spec,
         Err(err) => {
             eprintln!("pgshift apply: the connection string is not valid: {err}");

@@ -6,7 +6,7 @@ use pgshift::report::{self, FindingReport, LintReport, LintSummary, LintedFile};
 use pgshift::script::{analyze, transaction_mode_for, Knowledge};
 
 use super::inputs;
-use crate::cli::{Format, LintArgs};
+use crate::cli::{LintArgs, LintFormat};
 use crate::exit;
 use crate::render;
 
@@ -88,8 +88,14 @@ pub fn run(args: &LintArgs) -> u8 {
         }
     }
     match args.format {
-        Format::Json => render::print_json(&report),
-        Format::Text => {
+        LintFormat::Json => render::print_json(&report),
+        LintFormat::Github => print!("{}", render::github(&report)),
+        LintFormat::Sarif => {
+            let cwd = std::env::current_dir().unwrap_or_default();
+            let docs_url = args.docs_url.clone().unwrap_or_else(default_docs_url);
+            render::print_json(&render::sarif(&report, &cwd, &docs_url));
+        }
+        LintFormat::Text => {
             text.push_str(&render::lint_summary(&report.summary));
             print!("{text}");
         }
@@ -105,4 +111,16 @@ pub fn run(args: &LintArgs) -> u8 {
     } else {
         exit::OK
     }
+}
+
+/// Where `docs/LINTS.md` is, for SARIF's `helpUri`: the package's repository when the
+/// manifest names one, else this build's own `docs` directory.
+fn default_docs_url() -> String {
+    let repository = env!("CARGO_PKG_REPOSITORY").trim_end_matches('/');
+    if !repository.is_empty() {
+        return format!("{repository}/blob/main/docs");
+    }
+    let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs");
+    let docs = docs.canonicalize().unwrap_or(docs);
+    format!("file://{}", docs.display())
 }

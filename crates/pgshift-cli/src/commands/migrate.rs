@@ -39,7 +39,8 @@ async fn run_async(args: &MigrateArgs) -> u8 {
         eprintln!("pgshift migrate: {err}");
         return exit::INPUT_ERROR;
     }
-    let spec = match ConnectionSpec::parse(args.url.as_deref().unwrap_or("")) {
+    let spec = match ConnectionSpec::parse(&super::connection::connection_text(args.url.as_deref()))
+    {
         Ok(spec) => spec,
         Err(err) => {
             eprintln!("pgshift migrate: the connection string is not valid: {err}");

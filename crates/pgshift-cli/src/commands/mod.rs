@@ -1,13 +1,16 @@
 //! One module per command; each returns its exit code.
 
 pub(crate) mod apply;
+mod connection;
 mod demo;
 mod demo_front_door;
+mod explain;
 mod inputs;
 mod lint;
 mod migrate;
 pub(crate) mod plan;
 mod runs;
+mod shell;
 
 use std::process::ExitCode;
 
@@ -26,6 +29,9 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Abort(args) => runs::abort(&args),
         Command::Cutover(args) => runs::cutover(&args),
         Command::Demo(args) => demo::run(&args),
+        Command::Explain(args) => explain::run(&args),
+        Command::Completions(args) => shell::completions(&args),
+        Command::Man => shell::man(),
     };
     ExitCode::from(code)
 }

@@ -52,7 +52,8 @@ async fn run_async(args: &PlanArgs) -> u8 {
         eprintln!("pgshift plan: nothing was planned because an input could not be read or parsed");
         return exit::INPUT_ERROR;
     }
-    let spec = match ConnectionSpec::parse(args.url.as_deref().unwrap_or("")) {
+    let spec = match ConnectionSpec::parse(&super::connection::connection_text(args.url.as_deref()))
+    {
         Ok(spec) => spec,
         Err(err) => {
             eprintln!("pgshift plan: the connection string is not valid: {err}");
@@ -66,7 +67,13 @@ async fn run_async(args: &PlanArgs) -> u8 {
             return exit::INPUT_ERROR;
         }
     };
-    let mode = args.transaction_mode.into();
+    // `--sql` is run by `apply --sql` statement by statement, with no migration runner
+    // around it; `--transaction-mode` describes the runner of files.
+    let mode = if args.sql.is_some() {
+        TransactionMode::Statement
+    } else {
+        args.transaction_mode.into()
+    };
     let report = match plan_report(&session, plan_inputs, mode).await {
         Ok(report) => report,
         Err(err) => {

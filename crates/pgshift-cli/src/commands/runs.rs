@@ -91,7 +91,7 @@ struct RunCommandReport<'a, T: Serialize> {
 }
 
 fn spec_of(command: &str, url: Option<&str>) -> Option<ConnectionSpec> {
-    match ConnectionSpec::parse(url.unwrap_or("")) {
+    match ConnectionSpec::parse(&super::connection::connection_text(url)) {
         Ok(spec) => Some(spec),
         Err(err) => {
             eprintln!("pgshift {command}: the connection string is not valid: {err}");
@@ -254,6 +254,11 @@ fn finish<T: Serialize>(
     result: Result<T, CasError>,
     text: impl Fn(&T) -> String,
 ) -> u8 {
+    let next_step = result
+        .as_ref()
+        .err()
+        .map(render::cas_do_this)
+        .unwrap_or_default();
     let (code, value, error) = match result {
         Ok(value) => (exit::OK, Some(value), None),
         Err(err) => (error_code(&err), None, Some(err.to_string())),
@@ -275,6 +280,7 @@ fn finish<T: Serialize>(
             }
             if let Some(error) = &error {
                 eprintln!("pgshift {command}: {error}");
+                eprint!("{next_step}");
             }
         }
     }

@@ -6,8 +6,12 @@ use pgshift::exec::Outcome;
 use pgshift::report::ApplyReport;
 use pgshift::script::Script;
 
-/// The verdict as text.
+use super::style::{paint, verbosity, Tone, Verbosity};
+
+/// The verdict as text. Quiet: refusals and the last line only. Verbose: every attempt
+/// of every unit.
 pub fn apply(report: &ApplyReport, script: &Script) -> String {
+    let level = verbosity();
     let mut out = String::new();
     let verdict = &report.verdict;
     let line_of = |statement: usize| {
@@ -16,11 +20,11 @@ pub fn apply(report: &ApplyReport, script: &Script) -> String {
             .get(statement)
             .map_or(0, |s| s.statement.position.line)
     };
-    for note in &verdict.notes {
+    for note in verdict.notes.iter().filter(|_| level > Verbosity::Quiet) {
         let _ = writeln!(out, "note: {note}");
     }
     if !verdict.refusals.is_empty() {
-        let _ = writeln!(out, "REFUSED: nothing ran.");
+        let _ = writeln!(out, "{} nothing ran.", paint(Tone::Bad, "REFUSED:"));
         for refusal in &verdict.refusals {
             let _ = writeln!(
                 out,
@@ -28,16 +32,14 @@ pub fn apply(report: &ApplyReport, script: &Script) -> String {
                 report.path,
                 refusal.line,
                 refusal.refusal.cause,
-                serde_json::to_value(refusal.refusal.class)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default(),
+                refusal.refusal.class.name(),
                 refusal.refusal.message
             );
+            out.push_str(&super::do_this(&refusal.refusal, "    "));
         }
         return out;
     }
-    for result in &verdict.units {
+    for result in verdict.units.iter().filter(|_| level > Verbosity::Quiet) {
         let sql: Vec<&str> = result
             .unit
             .steps
@@ -85,6 +87,22 @@ pub fn apply(report: &ApplyReport, script: &Script) -> String {
                             ))
                     );
                 }
+                if level == Verbosity::Verbose {
+                    for attempt in &r.attempts {
+                        let _ = writeln!(
+                            out,
+                            "      attempt {}: {} after {}{}",
+                            attempt.number,
+                            attempt.outcome,
+                            duration(attempt.elapsed_us),
+                            if attempt.backoff_us > 0 {
+                                format!(", then waited {}", duration(attempt.backoff_us))
+                            } else {
+                                String::new()
+                            }
+                        );
+                    }
+                }
                 for cleanup in &r.cleanups {
                     let _ = writeln!(out, "      {cleanup}");
                 }
@@ -120,22 +138,43 @@ pub fn apply(report: &ApplyReport, script: &Script) -> String {
     }
     let total = verdict.units.len();
     let _ = match report.outcome {
-        Outcome::Done => writeln!(out, "Done online: {total} of {total} steps committed."),
+        Outcome::Done => writeln!(
+            out,
+            "{}",
+            paint(
+                Tone::Good,
+                &format!("Done online: {total} of {total} steps committed.")
+            )
+        ),
         Outcome::DoneWithBlocking => writeln!(
             out,
-            "Done, through an accepted blocking step: {total} of {total} steps committed."
+            "{}",
+            paint(
+                Tone::Caution,
+                &format!(
+                    "Done, through an accepted blocking step: {total} of {total} steps committed."
+                )
+            )
         ),
-        Outcome::Refused => writeln!(
-            out,
-            "REFUSED: nothing committed. {}",
-            verdict
-                .runtime_refusal
-                .as_ref()
-                .map_or_else(String::new, |r| format!("{}: {}", r.cause, r.message))
-        ),
+        Outcome::Refused => {
+            let _ = writeln!(
+                out,
+                "{} nothing committed. {}",
+                paint(Tone::Bad, "REFUSED:"),
+                verdict
+                    .runtime_refusal
+                    .as_ref()
+                    .map_or_else(String::new, |r| format!("{}: {}", r.cause, r.message))
+            );
+            if let Some(refusal) = &verdict.runtime_refusal {
+                out.push_str(&super::do_this(refusal, "  "));
+            }
+            Ok(())
+        }
         Outcome::Failed => writeln!(
             out,
-            "FAILED at step {} of {total}; the {} step{} before it committed and stay{}.",
+            "{} at step {} of {total}; the {} step{} before it committed and stay{}.",
+            paint(Tone::Bad, "FAILED"),
             verdict.failed_unit.map_or(0, |i| i + 1),
             verdict.committed_units,
             if verdict.committed_units == 1 {

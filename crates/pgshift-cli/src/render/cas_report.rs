@@ -54,6 +54,10 @@ pub fn cas_report(report: &RunReport) -> String {
     if let Some(old) = &report.kept_old {
         let _ = writeln!(out, "  the old table is kept as {old}");
     }
+    // Said whether or not it could be checked: an unmeasured disk is never silent.
+    if !report.disk.is_empty() {
+        let _ = writeln!(out, "  {}", report.disk);
+    }
     out
 }
 

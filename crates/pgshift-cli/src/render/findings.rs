@@ -8,36 +8,66 @@
 
 use std::fmt::Write;
 
-use pgshift::lint::{Code, Finding};
+use pgshift::lint::{Code, Finding, Severity};
 use pgshift::report::LintSummary;
 use pgshift_sql::{Position, Span};
 
-/// Lines of a statement shown under a finding.
+use super::style::{paint, verbosity, Tone, Verbosity};
+
+/// Lines of a statement shown under a finding (all of them with `-v`).
 const SHOWN_LINES: usize = 3;
 
-/// One finding, with the statement's first lines and the help.
+/// The colour of a severity.
+pub fn severity_tone(severity: Severity) -> Tone {
+    match severity {
+        Severity::Error => Tone::Bad,
+        Severity::Warning => Tone::Caution,
+        Severity::Info => Tone::Note,
+    }
+}
+
+/// One finding, with the statement's first lines and the help. Quiet: only the first
+/// line of an error-severity finding. Verbose: the whole statement, the code's next
+/// step and where its page is.
 pub fn finding(path: &str, finding: &Finding, statement: &str) -> String {
     let mut out = String::new();
+    let level = verbosity();
+    if level == Verbosity::Quiet && finding.severity != Severity::Error {
+        return out;
+    }
     let position = finding.position;
+    let label = format!("{}[{}]", finding.severity.name(), finding.code);
     let _ = writeln!(
         out,
-        "{path}:{}:{}: {}[{}]: {}",
+        "{path}:{}:{}: {}: {}",
         position.line,
         position.column,
-        finding.severity.name(),
-        finding.code,
+        paint(severity_tone(finding.severity), &label),
         finding.message
     );
-    let width = (position.line as usize + SHOWN_LINES).to_string().len();
+    if level == Verbosity::Quiet {
+        return out;
+    }
+    let shown = if level == Verbosity::Verbose {
+        usize::MAX
+    } else {
+        SHOWN_LINES
+    };
     let lines: Vec<&str> = statement.lines().collect();
-    for (offset, line) in lines.iter().take(SHOWN_LINES).enumerate() {
+    let counted = if level == Verbosity::Verbose {
+        lines.len()
+    } else {
+        SHOWN_LINES
+    };
+    let width = (position.line as usize + counted).to_string().len();
+    for (offset, line) in lines.iter().take(shown).enumerate() {
         let _ = writeln!(
             out,
             "  {:>width$} | {line}",
             position.line as usize + offset
         );
     }
-    if lines.len() > SHOWN_LINES {
+    if lines.len() > shown {
         let _ = writeln!(out, "  {:>width$} | …", "");
     }
     if let Some(help) = &finding.help {
@@ -45,6 +75,11 @@ pub fn finding(path: &str, finding: &Finding, statement: &str) -> String {
         for sql in &help.sql {
             let _ = writeln!(out, "        {sql};");
         }
+    }
+    if level == Verbosity::Verbose {
+        let page = pgshift::pages::lint_page(finding.code);
+        let _ = writeln!(out, "  do this: {}", page.do_this);
+        let _ = writeln!(out, "  more: pgshift explain {}", finding.code);
     }
     out.push('\n');
     out
@@ -66,6 +101,14 @@ pub fn lint_summary(summary: &LintSummary) -> String {
             plural(summary.input_errors, "input")
         ));
     }
+    let tone = if summary.errors > 0 || summary.input_errors > 0 {
+        Tone::Bad
+    } else if summary.warnings > 0 {
+        Tone::Caution
+    } else {
+        Tone::Good
+    };
+    let mut line = paint(tone, &line);
     line.push('\n');
     line
 }

@@ -5,6 +5,8 @@ use std::fmt::Write;
 use pgshift::exec::Scheduled;
 use pgshift::migrate::{FileStatus, MigrateOutcome, MigrateVerdict};
 
+use super::style::{paint, Tone};
+
 /// The verdict as text.
 pub fn migrate(verdict: &MigrateVerdict) -> String {
     let mut out = String::new();
@@ -60,6 +62,7 @@ pub fn migrate(verdict: &MigrateVerdict) -> String {
                     "      line {}: {}: {}",
                     refusal.line, refusal.refusal.cause, refusal.refusal.message
                 );
+                out.push_str(&super::do_this(&refusal.refusal, "        "));
             }
             if matches!(file.status, FileStatus::Planned) {
                 for item in &schedule.items {
@@ -75,6 +78,7 @@ pub fn migrate(verdict: &MigrateVerdict) -> String {
         if let Some(v) = &file.verdict {
             if let Some(refusal) = &v.runtime_refusal {
                 let _ = writeln!(out, "      {}: {}", refusal.cause, refusal.message);
+                out.push_str(&super::do_this(refusal, "        "));
             }
             if let Some(failed) = v.failed_unit.and_then(|i| v.units.get(i)) {
                 if let Some(report) = &failed.report {
@@ -92,16 +96,15 @@ pub fn migrate(verdict: &MigrateVerdict) -> String {
             }
         }
     }
-    let _ = writeln!(
-        out,
-        "{}",
-        match verdict.outcome {
-            MigrateOutcome::Done => "Done online.",
-            MigrateOutcome::DoneWithBlocking => "Done, through accepted blocking steps.",
-            MigrateOutcome::Refused => "Stopped at a refused file.",
-            MigrateOutcome::Failed => "Stopped at a failed file.",
-            MigrateOutcome::Planned => "Dry run: nothing was written.",
+    let (tone, last) = match verdict.outcome {
+        MigrateOutcome::Done => (Tone::Good, "Done online."),
+        MigrateOutcome::DoneWithBlocking => {
+            (Tone::Caution, "Done, through accepted blocking steps.")
         }
-    );
+        MigrateOutcome::Refused => (Tone::Bad, "Stopped at a refused file."),
+        MigrateOutcome::Failed => (Tone::Bad, "Stopped at a failed file."),
+        MigrateOutcome::Planned => (Tone::Note, "Dry run: nothing was written."),
+    };
+    let _ = writeln!(out, "{}", paint(tone, last));
     out
 }

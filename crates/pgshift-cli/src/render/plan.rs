@@ -4,11 +4,15 @@
 use std::fmt::Write;
 
 use pgshift::catalog::{RelationFacts, RelationKind, TriggerEnabled};
-use pgshift::classify::{Classification, WorkClass};
+use pgshift::classify::{Classification, RelatedTo, WorkClass};
+use pgshift::lock::LockMode;
 use pgshift::report::{PlanReport, PlannedStatement};
 use pgshift::route::Route;
 
-/// The whole plan as text.
+use super::style::{paint, verbosity, Tone, Verbosity};
+
+/// The whole plan as text. Quiet: only refused statements and the summary. Verbose:
+/// each statement's whole SQL.
 pub fn plan(report: &PlanReport, target: &str) -> String {
     let mut out = String::new();
     if let Some(server) = &report.server {
@@ -19,14 +23,15 @@ pub fn plan(report: &PlanReport, target: &str) -> String {
         if file.statements.is_empty() {
             let _ = writeln!(out, "  (no statements)");
         }
-        for statement in &file.statements {
+        for statement in file.statements.iter().filter(|s| {
+            verbosity() > Verbosity::Quiet || s.classification.route.refusal().is_some()
+        }) {
             render_statement(&mut out, statement, &report.relations);
         }
     }
     let s = &report.summary;
-    let _ = writeln!(
-        out,
-        "\n{} statement{}: {} native, {} native sequence, {} copy-and-swap, {} refused",
+    let summary = format!(
+        "{} statement{}: {} native, {} native sequence, {} copy-and-swap, {} refused",
         s.statements,
         if s.statements == 1 { "" } else { "s" },
         s.native,
@@ -34,6 +39,8 @@ pub fn plan(report: &PlanReport, target: &str) -> String {
         s.copy_and_swap,
         s.refused
     );
+    let tone = if s.refused > 0 { Tone::Bad } else { Tone::Good };
+    let _ = writeln!(out, "\n{}", paint(tone, &summary));
     out
 }
 
@@ -50,24 +57,14 @@ fn render_statement(out: &mut String, statement: &PlannedStatement, relations: &
         "  {}:{}  {first_line}{more}",
         statement.line, statement.column
     );
+    if verbosity() == Verbosity::Verbose && !more.is_empty() {
+        for line in statement.sql.lines().skip(1) {
+            let _ = writeln!(out, "        {line}");
+        }
+    }
     let _ = writeln!(out, "      route: {}", route_line(&c.route));
     let _ = writeln!(out, "      work:  {}", work_words(c.work));
-    for lock in &c.locks {
-        let facts = relations.iter().find(|r| r.name.matches(&lock.relation));
-        let partitions = match facts {
-            Some(f) if lock.recurses && !f.partitions.is_empty() => {
-                format!(" and its {} partitions", f.partitions.len())
-            }
-            _ => String::new(),
-        };
-        let _ = writeln!(
-            out,
-            "      lock:  {} on {}{partitions}: {}",
-            lock.mode.sql_name(),
-            lock.relation,
-            lock.mode.blocks_description()
-        );
-    }
+    render_locks(out, c, relations);
     for relation in c.locks.iter().filter_map(|lock| {
         relations
             .iter()
@@ -82,6 +79,72 @@ fn render_statement(out: &mut String, statement: &PlannedStatement, relations: &
         let _ = writeln!(out, "      why:   {reason}");
     }
     render_route_details(out, c);
+}
+
+/// The locks: on the relations the statement names, then on related relations (named
+/// ones grouped by their role), then on those only a role describes.
+fn render_locks(out: &mut String, c: &Classification, relations: &[RelationFacts]) {
+    let mut related: Vec<(&RelatedTo, LockMode, Vec<String>)> = Vec::new();
+    for lock in &c.locks {
+        let facts = relations.iter().find(|r| r.name.matches(&lock.relation));
+        let partitions = match facts {
+            Some(f) if lock.recurses && !f.partitions.is_empty() => {
+                format!(" and its {} partitions", f.partitions.len())
+            }
+            _ => String::new(),
+        };
+        if let Some(to) = &lock.related_to {
+            let name = format!("{}{partitions}", lock.relation);
+            match related
+                .iter_mut()
+                .find(|(t, mode, _)| *t == to && *mode == lock.mode)
+            {
+                Some((_, _, names)) => names.push(name),
+                None => related.push((to, lock.mode, vec![name])),
+            }
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "      lock:  {} on {}{partitions}: {}",
+            lock.mode.sql_name(),
+            lock.relation,
+            lock.mode.blocks_description()
+        );
+        if let Some(index_mode) = lock.index_mode {
+            let _ = writeln!(
+                out,
+                "      lock:  {} on each index of {}: {}",
+                index_mode.sql_name(),
+                lock.relation,
+                index_mode.blocks_description()
+            );
+        }
+    }
+    for (to, mode, names) in related {
+        let _ = writeln!(
+            out,
+            "      lock:  {} on {} ({}): {}",
+            mode.sql_name(),
+            names.join(", "),
+            to.role.describe(&to.of),
+            mode.blocks_description()
+        );
+    }
+    for lock in &c.related_locks {
+        let _ = writeln!(
+            out,
+            "      lock:  at most {} on {}{}: {}",
+            lock.mode.sql_name(),
+            lock.description,
+            if lock.recurses {
+                " (and their partitions)"
+            } else {
+                ""
+            },
+            lock.mode.blocks_description()
+        );
+    }
 }
 
 fn render_route_details(out: &mut String, c: &Classification) {
@@ -109,6 +172,7 @@ fn render_route_details(out: &mut String, c: &Classification) {
         }
         Route::Refused { refusal } => {
             let _ = writeln!(out, "      refused: {}", refusal.message);
+            out.push_str(&super::do_this(refusal, "      "));
         }
         Route::Native | Route::CopyAndSwap => {}
     }
@@ -123,13 +187,9 @@ fn route_line(route: &Route) -> String {
             if steps.len() == 1 { "" } else { "s" }
         ),
         Route::CopyAndSwap => "copy-and-swap (online rewrite through a shadow table)".to_owned(),
-        Route::Refused { refusal } => format!(
-            "REFUSED ({}, {})",
-            refusal.cause,
-            serde_json::to_value(refusal.class)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default()
+        Route::Refused { refusal } => paint(
+            Tone::Bad,
+            &format!("REFUSED ({}, {})", refusal.cause, refusal.class.name()),
         ),
     }
 }

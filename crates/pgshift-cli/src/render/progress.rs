@@ -14,6 +14,8 @@ use super::cas_progress::{CasView, Style};
 pub struct ProgressDisplay {
     terminal: bool,
     json: bool,
+    /// `-q` (text only): no progress at all.
+    quiet: bool,
     bar: Option<ProgressBar>,
     /// Without a terminal: the last phase and tenth printed, so a line appears only
     /// when either changes.
@@ -36,6 +38,7 @@ impl ProgressDisplay {
         ProgressDisplay {
             terminal,
             json,
+            quiet: !json && super::style::verbosity() == super::style::Verbosity::Quiet,
             bar: None,
             last_line: None,
             cas: CasView::new(style),
@@ -55,6 +58,9 @@ fn first_line(unit: &Unit) -> String {
 
 impl Progress for ProgressDisplay {
     fn started(&mut self, index: usize, total: usize, unit: &Unit) {
+        if self.quiet {
+            return;
+        }
         if self.json {
             eprintln!(
                 "{}",
@@ -81,6 +87,9 @@ impl Progress for ProgressDisplay {
     }
 
     fn build(&mut self, progress: BuildProgress) {
+        if self.quiet {
+            return;
+        }
         if self.json {
             eprintln!(
                 "{}",
@@ -118,6 +127,9 @@ impl Progress for ProgressDisplay {
             bar.finish_and_clear();
         }
         self.last_line = None;
+        if self.quiet {
+            return;
+        }
         let status = match (&result.report, &result.skipped) {
             (Some(r), _) if r.committed => "committed".to_owned(),
             (Some(r), _) => format!("failed: {}", r.failure.clone().unwrap_or_default()),
@@ -135,6 +147,9 @@ impl Progress for ProgressDisplay {
     }
 
     fn copy_and_swap(&mut self) -> Option<&mut dyn CasProgress> {
+        if self.quiet {
+            return None;
+        }
         Some(&mut self.cas)
     }
 }

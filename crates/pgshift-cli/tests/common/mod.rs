@@ -1,5 +1,8 @@
 //! Running the real `pgshift` binary from tests.
 
+// Each test binary includes this module and uses part of it.
+#![allow(dead_code)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -56,4 +59,28 @@ pub fn pgshift_with_stdin(args: &[&str], stdin: Option<&[u8]>) -> Run {
         drop(child.stdin.take());
     }
     finish(child.wait_with_output().expect("pgshift finishes"))
+}
+
+/// Runs `pgshift` with `args` in an environment without any libpq variable
+/// (`PG*`), `DATABASE_URL` or `PGSHIFT_URL` of whoever runs the tests, plus `env`;
+/// the password file is a path that does not exist unless `env` names one.
+pub fn pgshift_in_env(args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_pgshift"));
+    cmd.args(args)
+        .current_dir(workspace_root())
+        .stdin(Stdio::null());
+    for (key, _) in std::env::vars_os() {
+        let key_text = key.to_string_lossy();
+        if (key_text.starts_with("PG") && !key_text.starts_with("PGSHIFT_PG_"))
+            || key_text == "DATABASE_URL"
+            || key_text == "PGSHIFT_URL"
+        {
+            cmd.env_remove(&key);
+        }
+    }
+    cmd.env("PGPASSFILE", "/nonexistent/pgshift-test-pgpass");
+    for (key, value) in env {
+        cmd.env(key, value);
+    }
+    finish(cmd.output().expect("pgshift runs"))
 }

@@ -16,6 +16,7 @@ pub mod keys;
 pub mod ledger;
 pub mod names;
 pub mod plan;
+pub mod preflight;
 pub mod privileges;
 pub mod run;
 pub mod session;
@@ -27,6 +28,7 @@ pub mod verify;
 
 pub use error::CasError;
 pub use plan::{CutoverBudgets, Mode, RunOptions};
+pub use preflight::{preflight, preflight_read_only, Preflight};
 pub use run::{
     abort, request_cutover, resume, resume_id, start, start_request, status, CasProgress,
     CutoverRequest, Request, RunReport, Silent,

@@ -179,6 +179,10 @@ pub struct RunPlan {
     /// type names are resolved with it, after `pg_catalog`).
     #[serde(default)]
     pub search_path: Vec<String>,
+    /// What the preflight found of free disk (`free disk checked: …` or `free disk not
+    /// checked: <why>`).
+    #[serde(default)]
+    pub disk: String,
 }
 
 impl RunPlan {

@@ -21,10 +21,9 @@ use super::error::CasError;
 use super::ledger::Ledger;
 use super::names::RunNames;
 use super::plan::{Mode, RunOptions, RunPlan};
-use super::privileges;
+use super::preflight::{preflight, Preflight};
 use super::session;
 use super::shadow;
-use super::source::{self, SourceFacts};
 use super::statements::Statements;
 use super::store::{self, Phase, RunRecord};
 use super::verify;
@@ -82,6 +81,10 @@ pub struct RunReport {
     /// Whether this process found the swap already committed by an earlier one (read
     /// from which table holds the name) and only finished the run.
     pub settled_from_catalog: bool,
+    /// What the preflight found of free disk: `free disk checked: …`, or `free disk
+    /// not checked: <why>`.
+    #[serde(default)]
+    pub disk: String,
 }
 
 /// What a run is asked to do.
@@ -150,20 +153,10 @@ async fn start_locked(
 ) -> Result<RunReport, CasError> {
     let statement = request.statement;
     let client = runner.client();
-    privileges::check(client, oid).await?;
+    let Preflight { facts, disk } = preflight(client, oid, statement).await?;
+    // Said either way: a check that could not be made is never skipped silently.
+    progress.note(&disk.line());
     store::ensure(client).await?;
-    if let Some(active) = store::active_for(client, oid).await? {
-        return Err(CasError::Refused(Refusal::new(
-            RefusalCause::RunInProgress,
-            format!(
-                "run {} on this table is {} — resume it (pgshift resume) or abort it (pgshift abort)",
-                active.id,
-                active.phase.name()
-            ),
-        )));
-    }
-    let facts = source::read(client, oid).await?;
-    preflight(&facts)?;
     let key = facts.key.clone().ok_or_else(|| {
         CasError::Refused(Refusal::new(
             RefusalCause::NoUsableKey,
@@ -184,8 +177,8 @@ async fn start_locked(
         constraints: Vec::new(),
         search_path: search_path.to_vec(),
         source: facts,
+        disk: disk.line(),
     };
-    probe_key_equality(client, &plan).await?;
     let name = &plan.source.table.name;
     plan.run = store::insert(
         client,
@@ -359,73 +352,6 @@ pub async fn status(spec: &ConnectionSpec) -> Result<Vec<RunRecord>, CasError> {
     store::all(runner.client(), 100).await
 }
 
-/// What a run refuses before creating anything.
-fn preflight(facts: &SourceFacts) -> Result<(), CasError> {
-    let refuse = |cause, message: String| Err(CasError::Refused(Refusal::new(cause, message)));
-    let name = &facts.table.name;
-    if !facts.uncarried.is_empty() {
-        return refuse(
-            RefusalCause::RewriteUnsupported,
-            format!(
-                "copy-and-swap cannot carry {name} through a swap: {}",
-                facts.uncarried.join("; ")
-            ),
-        );
-    }
-    if facts.table.persistence != "p" {
-        return refuse(
-            RefusalCause::NonPermanentTable,
-            format!("{name} is unlogged or temporary; copy-and-swap needs a permanent table"),
-        );
-    }
-    if let Some(partition) = facts
-        .partitions
-        .iter()
-        .find(|p| p.relation.persistence != "p")
-    {
-        return refuse(
-            RefusalCause::NonPermanentTable,
-            format!(
-                "partition {} of {name} is unlogged; copy-and-swap needs permanent tables",
-                partition.relation.name
-            ),
-        );
-    }
-    if facts.key.is_none() {
-        return refuse(
-            RefusalCause::NoUsableKey,
-            format!("{name} has no primary key; copy-and-swap copies and verifies in key order"),
-        );
-    }
-    if facts.key_deferrable {
-        return refuse(
-            RefusalCause::NoUsableKey,
-            format!(
-                "the primary key of {name} is deferrable; the copy relies on an immediately checked key to never overwrite a row"
-            ),
-        );
-    }
-    if facts.nested_partitions {
-        return refuse(
-            RefusalCause::NestedPartitioning,
-            format!("{name} has a partition that is itself partitioned"),
-        );
-    }
-    if let Some(view) = facts.dependent_matviews.first() {
-        return refuse(
-            RefusalCause::DependentMaterializedView,
-            format!("materialized view {view} depends on {name}"),
-        );
-    }
-    if facts.nested_views {
-        return refuse(
-            RefusalCause::NestedDependentViews,
-            format!("a view depends on a view that depends on {name}"),
-        );
-    }
-    Ok(())
-}
-
 /// The OID of the table a name denotes with `search_path` (a table or partitioned
 /// table).
 async fn resolve(
@@ -547,31 +473,6 @@ async fn prepare(
     store::save_plan(client, plan.run, plan).await?;
     install_capture(client, plan).await?;
     store::set_phase(client, plan.run, Phase::Copying).await?;
-    Ok(())
-}
-
-/// The capture compares keys with `OPERATOR(pg_catalog.=)` in the writers' sessions:
-/// a key type without such an operator would make every UPDATE of the source fail.
-/// Probed before the run is recorded.
-async fn probe_key_equality(client: &Client, plan: &RunPlan) -> Result<(), CasError> {
-    for column in plan.key.columns() {
-        let probe = format!(
-            "SELECT NULL::{t} OPERATOR(pg_catalog.=) NULL::{t}",
-            t = column.type_sql
-        );
-        if let Err(e) = client.batch_execute(&probe).await {
-            return Err(CasError::Refused(Refusal::new(
-                RefusalCause::NoUsableKey,
-                format!(
-                    "key column {} of {} has type {}, which has no built-in = operator the capture trigger can use ({}); copy-and-swap needs a key of built-in comparable types",
-                    quote_ident(&column.name),
-                    plan.source.table.name,
-                    column.type_sql,
-                    e.as_db_error().map_or_else(|| e.to_string(), |d| d.message().to_owned())
-                ),
-            )));
-        }
-    }
     Ok(())
 }
 
@@ -750,6 +651,7 @@ async fn drive(
         unvalidated_foreign_keys: Vec::new(),
         kept_old: None,
         settled_from_catalog: false,
+        disk: plan.disk.clone(),
     };
     let phase = match record.phase {
         Phase::Failed => record.resume_phase.unwrap_or(Phase::Copying),

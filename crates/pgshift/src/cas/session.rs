@@ -33,10 +33,13 @@ pub fn lock_shadow(shadow: &QualifiedName, lock_timeout_ms: u64) -> String {
     )
 }
 
-/// Output settings that make text forms of key values stable and exact.
+/// Output settings that make text forms of key values stable and exact, and
+/// `row_security = off`: a read or write that row-level security policies would
+/// filter raises 42501 instead (INV: SE-3).
 const SETTINGS: &str =
     "SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET IntervalStyle = 'postgres'; \
-     SET bytea_output = 'hex'; SET extra_float_digits = 3; SET synchronous_commit = on";
+     SET bytea_output = 'hex'; SET extra_float_digits = 3; SET synchronous_commit = on; \
+     SET row_security = off";
 
 /// Opens a session for a run, named `application` (visible in `pg_stat_activity`).
 pub async fn open(spec: &ConnectionSpec, application: &str) -> Result<Session, CasError> {
@@ -47,8 +50,10 @@ pub async fn open(spec: &ConnectionSpec, application: &str) -> Result<Session, C
     Ok(session)
 }
 
-/// Applies the fixed settings and the application name to a client.
+/// Applies the fixed settings and the application name to a client. Every session of
+/// a run (runner, copiers, applier, index builder, verifiers, the swap) is made here.
 pub async fn prepare(client: &Client, application: &str) -> Result<(), CasError> {
+    // INV: SE-3 — no engine read is ever filtered by row security: it raises instead.
     client
         .batch_execute(SETTINGS)
         .await

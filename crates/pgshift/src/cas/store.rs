@@ -138,14 +138,22 @@ fn db(what: &'static str) -> impl FnOnce(tokio_postgres::Error) -> CasError {
     move |e| CasError::db(what, e)
 }
 
-/// Creates the runs table when missing.
+/// Creates the runs table when missing. Runs starting at once on different tables of
+/// a fresh database would race `CREATE … IF NOT EXISTS` (which is not atomic: the
+/// loser fails on the catalog's unique index), so they take turns on a transaction
+/// advisory lock.
 pub async fn ensure(client: &Client) -> Result<(), CasError> {
-    client
+    let result = client
         .batch_execute(&format!(
-            "BEGIN; SET LOCAL lock_timeout = 2000; {ENSURE} COMMIT;"
+            "BEGIN; SET LOCAL lock_timeout = 2000; \
+             SELECT pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended('pgshift.ensure', 0)); \
+             {ENSURE} COMMIT;"
         ))
-        .await
-        .map_err(db("creating pgshift.runs"))
+        .await;
+    if result.is_err() {
+        let _ = client.batch_execute("ROLLBACK").await;
+    }
+    result.map_err(db("creating pgshift.runs"))
 }
 
 /// Records a new run and returns its number. Fails (unique index) when the table has
@@ -350,6 +358,33 @@ pub async fn active_for(client: &Client, source_oid: u32) -> Result<Option<RunRe
         .await
         .map_err(db("reading the run"))?;
     row.as_ref().map(record).transpose()
+}
+
+/// The number and phase of the active run of a table, read without creating anything
+/// (no run table yet: no run).
+pub async fn active_id(
+    client: &Client,
+    source_oid: u32,
+) -> Result<Option<(i64, String)>, CasError> {
+    let exists = client
+        .query_one(
+            "SELECT pg_catalog.to_regclass('pgshift.runs') IS NOT NULL",
+            &[],
+        )
+        .await
+        .map_err(db("looking for the run table"))?;
+    if !exists.get::<_, bool>(0) {
+        return Ok(None);
+    }
+    let row = client
+        .query_opt(
+            "SELECT id, phase FROM pgshift.runs WHERE source_oid OPERATOR(pg_catalog.=) $1 \
+               AND phase OPERATOR(pg_catalog.<>) ALL ('{done,aborted}'::pg_catalog.text[]) ORDER BY id DESC LIMIT 1",
+            &[&source_oid],
+        )
+        .await
+        .map_err(db("reading the run"))?;
+    Ok(row.map(|r| (r.get(0), r.get(1))))
 }
 
 /// Every run, newest first (at most `limit`).

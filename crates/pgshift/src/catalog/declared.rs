@@ -79,6 +79,7 @@ impl DeclaredSchema {
             },
             relations: self.relations.clone(),
             resolutions,
+            objects: Vec::new(),
         }
     }
 
@@ -335,6 +336,8 @@ fn empty_relation(name: QualifiedName) -> RelationFacts {
         owner: String::new(),
         sizes: Sizes::default(),
         row_estimate: -1,
+        sizes_estimated: false,
+        locks_elsewhere: Vec::new(),
         parent: None,
         indexed_table: None,
         partition_key: None,
@@ -351,6 +354,7 @@ fn empty_relation(name: QualifiedName) -> RelationFacts {
         rls_enabled: false,
         rls_forced: false,
         replica_identity: 'd',
+        related: Vec::new(),
     }
 }
 

@@ -7,6 +7,8 @@ use serde::Serialize;
 
 use pgshift_sql::QualifiedName;
 
+use crate::lock::{ObjectClass, ObjectRef, Role};
+
 /// Facts about the server.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ServerFacts {
@@ -92,6 +94,25 @@ pub struct Sizes {
     pub toast_bytes: i64,
     /// Everything together (`pg_total_relation_size`).
     pub total_bytes: i64,
+}
+
+/// The definition pgshift gives an object whose relation another session held (or
+/// awaited) ACCESS EXCLUSIVE on while the snapshot was read: rendering it would have
+/// waited for that lock.
+pub const NOT_READ_WHILE_LOCKED: &str = "(not read: locked by another session)";
+
+/// A relation lock another session held, or waited for, when the snapshot was read.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LockElsewhere {
+    /// The locked relation: the relation itself, a partition, an index or its TOAST
+    /// table.
+    pub relation: QualifiedName,
+    /// The session's process ID (`None`: a prepared transaction holds it).
+    pub pid: Option<i32>,
+    /// The mode.
+    pub mode: crate::lock::LockMode,
+    /// Whether it is held (`false`: the session is waiting for it).
+    pub granted: bool,
 }
 
 /// One column.
@@ -246,6 +267,13 @@ pub struct RelationFacts {
     pub sizes: Sizes,
     /// `reltuples`, summed over partitions (-1 when never analysed).
     pub row_estimate: i64,
+    /// Whether `sizes` are estimates from `pg_class.relpages`: another session held
+    /// or awaited ACCESS EXCLUSIVE on the relation or a member, and the size functions
+    /// (which need ACCESS SHARE) would have waited for it.
+    pub sizes_estimated: bool,
+    /// Relation locks other sessions held or waited for on the relation, its
+    /// partitions, indexes and TOAST table when the snapshot was read.
+    pub locks_elsewhere: Vec<LockElsewhere>,
     /// The partitioned parent, when this is a partition.
     pub parent: Option<QualifiedName>,
     /// For an index, the table it indexes.
@@ -278,6 +306,36 @@ pub struct RelationFacts {
     pub rls_forced: bool,
     /// `relreplident`: `d`, `n`, `f`, `i`.
     pub replica_identity: char,
+    /// Relations that stand in a [`Role`] to this one beyond what the fields above say
+    /// (descendants, parents, dependents, rule and policy relations, a view's base
+    /// relations, owned sequences), for stating every lock a statement takes.
+    pub related: Vec<RelatedFacts>,
+}
+
+/// A relation standing in a [`Role`] to a relation or another catalog object.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RelatedFacts {
+    /// How it relates.
+    pub role: Role,
+    /// The related relation.
+    pub name: QualifiedName,
+    /// What it is.
+    pub kind: RelationKind,
+    /// The rule or policy it is related through, for [`Role::RuleRelations`] and
+    /// [`Role::PolicyRelations`].
+    pub via: Option<String>,
+}
+
+/// Facts about a catalog object that is not a relation (a type, a schema, a
+/// publication, a statistics object), as far as locks on relations go.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ObjectFacts {
+    /// The object as written in the input.
+    pub written: ObjectRef,
+    /// Whether it exists (resolved like the server would).
+    pub found: bool,
+    /// The relations related to it.
+    pub related: Vec<RelatedFacts>,
 }
 
 impl RelationFacts {
@@ -315,6 +373,9 @@ pub struct CatalogSnapshot {
     /// Each name as written in the input, and which relation it resolved to (`None`:
     /// no such relation in the search path).
     pub resolutions: Vec<(QualifiedName, Option<usize>)>,
+    /// Objects other than relations that the input names and whose related relations
+    /// a statement locks (types, schemas, publications, statistics).
+    pub objects: Vec<ObjectFacts>,
 }
 
 /// The answer to "what is this name?".
@@ -345,5 +406,12 @@ impl CatalogSnapshot {
             Some((_, None)) => Lookup::Missing,
             None => Lookup::Unknown,
         }
+    }
+
+    /// What the snapshot says about a catalog object that is not a relation: `None`
+    /// when it was not looked up.
+    pub fn object(&self, object: &ObjectRef) -> Option<&ObjectFacts> {
+        debug_assert!(object.class != ObjectClass::Relation);
+        self.objects.iter().find(|o| &o.written == object)
     }
 }

@@ -6,4 +6,4 @@ pub mod read;
 
 pub use declared::DeclaredSchema;
 pub use facts::*;
-pub use read::{read_snapshot, CatalogError};
+pub use read::{read_snapshot, read_snapshot_with, CatalogError};

@@ -27,17 +27,56 @@
 //! Catalog rows come from the transaction snapshot. The `pg_get_*def` functions and
 //! `format_type` read the current catalog instead; an object dropped by another
 //! session during the read makes them return NULL, which is reported as
-//! [`CatalogError::ChangedDuringRead`] (read again). The size functions take
-//! `ACCESS SHARE` on each partition, so the read waits behind a running
-//! `ACCESS EXCLUSIVE` holder, within the session's `lock_timeout` and
-//! `statement_timeout`.
+//! [`CatalogError::ChangedDuringRead`] (read again).
+//!
+//! # Locks
+//! The read never waits for a relation lock held elsewhere. Catalog rows,
+//! `format_type`, `pg_get_userbyid`, `pg_partition_ancestors`, `to_regclass` and
+//! `pg_locks` take none; `pg_partition_tree`, the size functions and the deparsing
+//! functions (`pg_get_indexdef`, `pg_get_constraintdef`, `pg_get_expr`,
+//! `pg_get_partkeydef`, `pg_get_triggerdef`, `pg_get_viewdef`) take ACCESS SHARE
+//! (each checked against a holder of ACCESS EXCLUSIVE on PostgreSQL 14, 15 and 18).
+//! So partition trees are walked through `pg_inherits`; the size functions are called
+//! only for relations no other session holds or awaits ACCESS EXCLUSIVE on (the others
+//! get estimated sizes, and say so); and a definition whose relation is so locked reads
+//! [`crate::catalog::NOT_READ_WHILE_LOCKED`]. A lock taken in the instant between a
+//! query's look at `pg_locks` and its deparsing times out that query; the read is then
+//! tried again (at most three times). The locks other sessions hold on each relation
+//! are part of its facts.
+
+/// The start of a query whose definitions are not rendered for relations that another
+/// session holds or awaits ACCESS EXCLUSIVE on: the `pg_get_*def` functions and
+/// `pg_get_expr` take ACCESS SHARE on the relation whose expressions they render (checked
+/// against a holder on PostgreSQL 14, 15 and 18), so for those the definition is
+/// [`crate::catalog::NOT_READ_WHILE_LOCKED`] instead.
+macro_rules! locked_cte {
+    () => {
+        "WITH locked AS MATERIALIZED (
+        SELECT l.relation FROM pg_catalog.pg_locks l
+         WHERE l.locktype OPERATOR(pg_catalog.=) 'relation'
+           AND l.mode OPERATOR(pg_catalog.=) 'AccessExclusiveLock'
+           AND l.pid IS DISTINCT FROM pg_catalog.pg_backend_pid()
+           AND l.database OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database d
+                 WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()))
+"
+    };
+}
+
+/// The SQL literal of [`crate::catalog::NOT_READ_WHILE_LOCKED`].
+macro_rules! not_read {
+    () => {
+        "'(not read: locked by another session)'"
+    };
+}
 
 mod columns;
 mod constraints;
 mod error;
 mod foreign_keys;
 mod indexes;
+mod locks;
 mod publications;
+mod related;
 mod relation;
 mod resolve;
 mod rows;
@@ -55,6 +94,7 @@ use tokio_postgres::Client;
 pub use error::CatalogError;
 
 use crate::catalog::facts::{CatalogSnapshot, Persistence, RelationFacts, RelationKind};
+use crate::lock::ObjectRef;
 
 /// Reads the server facts and the facts of every relation `names` denote, in one
 /// snapshot.
@@ -81,8 +121,40 @@ pub async fn read_snapshot(
     names: &[QualifiedName],
     user_search_path: &[String],
 ) -> Result<CatalogSnapshot, CatalogError> {
+    read_snapshot_with(client, names, &[], user_search_path).await
+}
+
+/// [`read_snapshot`], also reading the facts of `objects` that are not relations
+/// (types, schemas, publications, statistics objects) in the same snapshot: the
+/// relations a statement on them locks without naming them.
+pub async fn read_snapshot_with(
+    client: &Client,
+    names: &[QualifiedName],
+    objects: &[ObjectRef],
+    user_search_path: &[String],
+) -> Result<CatalogSnapshot, CatalogError> {
+    // A lock taken between a query's look at `pg_locks` and its deparsing makes that
+    // query wait and give up (55P03); the next read sees the lock and does not wait.
+    for _ in 1..READ_ATTEMPTS {
+        match read_once(client, names, objects, user_search_path).await {
+            Err(CatalogError::LockTimeout { .. }) => continue,
+            other => return other,
+        }
+    }
+    read_once(client, names, objects, user_search_path).await
+}
+
+/// How many times a read that met a lock taken meanwhile is tried.
+const READ_ATTEMPTS: usize = 3;
+
+async fn read_once(
+    client: &Client,
+    names: &[QualifiedName],
+    objects: &[ObjectRef],
+    user_search_path: &[String],
+) -> Result<CatalogSnapshot, CatalogError> {
     transaction::begin(client).await?;
-    match read_in_transaction(client, names, user_search_path).await {
+    match read_in_transaction(client, names, objects, user_search_path).await {
         Ok(snapshot) => {
             transaction::commit(client).await?;
             Ok(snapshot)
@@ -97,6 +169,7 @@ pub async fn read_snapshot(
 async fn read_in_transaction(
     client: &Client,
     names: &[QualifiedName],
+    objects: &[ObjectRef],
     user_search_path: &[String],
 ) -> Result<CatalogSnapshot, CatalogError> {
     let session = server::read(client).await?;
@@ -107,7 +180,13 @@ async fn read_in_transaction(
     } else {
         relation::read(client, oids).await?
     };
-    let mut volumes = sizes::read(client, oids).await?;
+    let mut held = locks::read(client, oids).await?;
+    let locked = held
+        .iter()
+        .filter(|(_, locks)| locks::blocks_size_functions(locks))
+        .map(|(oid, _)| *oid)
+        .collect();
+    let mut volumes = sizes::read(client, oids, &locked).await?;
     let partitioned = oids_where(&relations, |r| r.kind == RelationKind::PartitionedTable);
     let mut partitions = group(relation::partitions(client, &partitioned).await?);
     let columns = columns::read(client, oids).await?;
@@ -121,6 +200,15 @@ async fn read_in_transaction(
     });
     let mut publications =
         group(publications::read(client, &publishable, session.server.version_num).await?);
+    let mut related = related::read_for_relations(client, oids).await?;
+    let objects = related::read_objects(
+        client,
+        objects,
+        user_search_path,
+        &session.current_user,
+        session.server.version_num,
+    )
+    .await?;
     let mut columns = group(
         columns
             .into_iter()
@@ -133,7 +221,9 @@ async fn read_in_transaction(
         if let Some(volume) = volumes.remove(&oid) {
             relation.sizes = volume.sizes;
             relation.row_estimate = volume.row_estimate;
+            relation.sizes_estimated = volume.estimated;
         }
+        relation.locks_elsewhere = held.remove(&oid).unwrap_or_default();
         relation.partitions = partitions.remove(&oid).unwrap_or_default();
         relation.columns = columns.remove(&oid).unwrap_or_default();
         if let Some(set) = constraints.remove(&oid) {
@@ -146,11 +236,13 @@ async fn read_in_transaction(
         relation.foreign_keys_in = foreign_keys_in.remove(&oid).unwrap_or_default();
         relation.dependent_views = views.remove(&oid).unwrap_or_default();
         relation.publications = publications.remove(&oid).unwrap_or_default();
+        relation.related = related.remove(&oid).unwrap_or_default();
     }
     Ok(CatalogSnapshot {
         server: session.server,
         relations,
         resolutions: resolved.resolutions,
+        objects,
     })
 }
 

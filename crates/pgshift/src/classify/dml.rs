@@ -4,7 +4,7 @@ use pgshift_sql::ast::Node;
 use pgshift_sql::{NodeEnum, NodeRef, QualifiedName};
 
 use super::names::range_var_name;
-use super::{Builder, Context, Effect, ObjectKind, OperationKind, WorkClass};
+use super::{families, Builder, Context, Effect, ObjectKind, OperationKind, WorkClass};
 use crate::lock::LockMode;
 use crate::refusal::RefusalCause;
 
@@ -40,7 +40,6 @@ fn relations_of(node: &NodeEnum) -> Vec<QualifiedName> {
 pub const WHOLE_TABLE: &str = "every row";
 
 pub(crate) fn classify(node: &NodeEnum, context: &Context<'_>, b: &mut Builder) {
-    let _ = context;
     let (statement, kind, target, whole_table) = match node {
         NodeEnum::InsertStmt(stmt) => (
             "insert",
@@ -66,7 +65,7 @@ pub(crate) fn classify(node: &NodeEnum, context: &Context<'_>, b: &mut Builder) 
             stmt.relation.as_ref().map(range_var_name),
             false,
         ),
-        NodeEnum::CopyStmt(stmt) => return classify_copy(stmt, b),
+        NodeEnum::CopyStmt(stmt) => return classify_copy(stmt, context, b),
         _ => ("select", OperationKind::Select, None, false),
     };
     b.statement(statement);
@@ -81,15 +80,29 @@ pub(crate) fn classify(node: &NodeEnum, context: &Context<'_>, b: &mut Builder) 
             });
         }
     }
+    let mut written: Vec<QualifiedName> = Vec::new();
     if let Some(target) = &target {
-        // UPDATE, DELETE and MERGE open every partition they may touch; INSERT only
-        // the partitions its rows are routed to.
-        let recurses = kind != OperationKind::Insert && target_inherits(node);
+        // UPDATE, DELETE and MERGE open every partition they may touch; INSERT the
+        // partitions its rows are routed to (any of them, as far as the statement says).
+        let recurses = kind == OperationKind::Insert || target_inherits(node);
         b.lock(target, ObjectKind::Table, LockMode::RowExclusive, recurses);
+        written.push(target.clone());
     }
+    for nested in nested_targets(node) {
+        if !written.contains(&nested) {
+            b.lock(&nested, ObjectKind::Table, LockMode::RowExclusive, true);
+            written.push(nested);
+        }
+    }
+    for relation in &written {
+        families::data_target(b, context, relation);
+    }
+    super::related_families::sequence_calls(node, b);
     for relation in relations_of(node) {
-        if Some(&relation) != target.as_ref() {
-            b.lock(&relation, ObjectKind::Table, read_mode, false);
+        if !written.contains(&relation) {
+            // Without ONLY a read scans every partition (as far as the statement says).
+            b.lock(&relation, ObjectKind::Table, read_mode, true);
+            families::data_read(b, context, &relation, read_mode);
         }
     }
     let work = if kind == OperationKind::Select {
@@ -104,6 +117,25 @@ pub(crate) fn classify(node: &NodeEnum, context: &Context<'_>, b: &mut Builder) 
     }
 }
 
+/// The targets of data statements nested in `node` (writable common table
+/// expressions), the outer statement's own target included.
+fn nested_targets(node: &NodeEnum) -> Vec<QualifiedName> {
+    let mut found = Vec::new();
+    for (node, _, _, _) in node.nodes() {
+        let relation = match node {
+            NodeRef::InsertStmt(stmt) => stmt.relation.as_ref(),
+            NodeRef::UpdateStmt(stmt) => stmt.relation.as_ref(),
+            NodeRef::DeleteStmt(stmt) => stmt.relation.as_ref(),
+            NodeRef::MergeStmt(stmt) => stmt.relation.as_ref(),
+            _ => None,
+        };
+        if let Some(relation) = relation {
+            found.push(range_var_name(relation));
+        }
+    }
+    found
+}
+
 /// Whether the target of a data statement is written without `ONLY`.
 fn target_inherits(node: &NodeEnum) -> bool {
     let relation = match node {
@@ -115,14 +147,15 @@ fn target_inherits(node: &NodeEnum) -> bool {
     relation.is_some_and(|r| r.inh)
 }
 
-fn classify_copy(stmt: &pgshift_sql::ast::CopyStmt, b: &mut Builder) {
+fn classify_copy(stmt: &pgshift_sql::ast::CopyStmt, context: &Context<'_>, b: &mut Builder) {
     b.statement("copy");
     let Some(relation) = stmt.relation.as_ref().map(range_var_name) else {
         b.operation(OperationKind::Copy, None, None, WorkClass::Read);
         return;
     };
     if stmt.is_from {
-        b.lock(&relation, ObjectKind::Table, LockMode::RowExclusive, false);
+        b.lock(&relation, ObjectKind::Table, LockMode::RowExclusive, true);
+        families::data_target(b, context, &relation);
         b.operation(
             OperationKind::Copy,
             Some(&relation),
@@ -135,6 +168,7 @@ fn classify_copy(stmt: &pgshift_sql::ast::CopyStmt, b: &mut Builder) {
         );
     } else {
         b.lock(&relation, ObjectKind::Table, LockMode::AccessShare, false);
+        families::data_read(b, context, &relation, LockMode::AccessShare);
         b.operation(OperationKind::Copy, Some(&relation), None, WorkClass::Read);
     }
 }

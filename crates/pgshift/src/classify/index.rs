@@ -285,11 +285,11 @@ pub(crate) fn classify_reindex(stmt: &ReindexStmt, context: &Context<'_>, b: &mu
         LockMode::Share
     };
     b.lock(&name, object, mode, true);
-    if let Some(table) = context
-        .relation(&name)
-        .and_then(|f| f.indexed_table.as_ref())
-    {
-        b.lock(table, ObjectKind::Table, LockMode::Share, true);
+    if object == ObjectKind::Table {
+        b.index_mode(&name, LockMode::AccessExclusive);
+    }
+    if object == ObjectKind::Index {
+        indexed_table(b, context, &name, LockMode::Share, true);
     }
     b.operation(
         OperationKind::Reindex,
@@ -352,12 +352,7 @@ pub(crate) fn classify_drop(stmt: &DropStmt, context: &Context<'_>, b: &mut Buil
             LockMode::AccessExclusive,
             !stmt.concurrent,
         );
-        if let Some(table) = context
-            .relation(name)
-            .and_then(|f| f.indexed_table.as_ref())
-        {
-            b.lock(table, ObjectKind::Table, table_mode, !stmt.concurrent);
-        }
+        indexed_table(b, context, name, table_mode, !stmt.concurrent);
         let kind = if stmt.concurrent {
             OperationKind::DropIndexConcurrently
         } else {
@@ -387,4 +382,23 @@ pub(crate) fn classify_drop(stmt: &DropStmt, context: &Context<'_>, b: &mut Buil
         .map(|name| steps::drop_index_concurrently(name, stmt.missing_ok))
         .collect();
     b.route(Route::NativeSequence { steps });
+}
+
+/// The table of index `index` (and, recursing, each partition of it), in `mode`: named
+/// with facts, by role without.
+fn indexed_table(
+    b: &mut Builder,
+    context: &Context<'_>,
+    index: &QualifiedName,
+    mode: LockMode,
+    recurses: bool,
+) {
+    b.related(
+        context,
+        crate::lock::Role::IndexedTable,
+        crate::lock::ObjectRef::relation(index),
+        ObjectKind::Table,
+        mode,
+        recurses,
+    );
 }

@@ -7,12 +7,11 @@ use pgshift_sql::{NodeEnum, QualifiedName};
 
 use super::dml::referenced_relations;
 use super::names::{list_items, qualified_from_parts, range_var_name, strings};
-use super::{Builder, Context, Effect, ObjectKind, OperationKind, WorkClass};
+use super::{related_families, Builder, Context, Effect, ObjectKind, OperationKind, WorkClass};
 use crate::lock::LockMode;
 use crate::refusal::RefusalCause;
 
 pub(crate) fn classify(node: &NodeEnum, context: &Context<'_>, b: &mut Builder) {
-    let _ = context;
     match node {
         NodeEnum::DoStmt(_) | NodeEnum::CallStmt(_) => {
             let (statement, kind) = if matches!(node, NodeEnum::DoStmt(_)) {
@@ -28,7 +27,7 @@ pub(crate) fn classify(node: &NodeEnum, context: &Context<'_>, b: &mut Builder) 
             );
         }
         NodeEnum::CommentStmt(stmt) => comment(stmt, b),
-        NodeEnum::GrantStmt(stmt) => grant(stmt, b),
+        NodeEnum::GrantStmt(stmt) => grant(stmt, context, b),
         NodeEnum::ViewStmt(stmt) => {
             b.statement("create-view");
             let view = stmt.view.as_ref().map(range_var_name);
@@ -71,6 +70,7 @@ pub(crate) fn classify(node: &NodeEnum, context: &Context<'_>, b: &mut Builder) 
             };
             if let Some(view) = &view {
                 b.lock(view, ObjectKind::View, mode, false);
+                super::families::data_read(b, context, view, LockMode::AccessShare);
             }
             b.operation(kind, view.as_ref(), None, work);
             if !stmt.concurrent {
@@ -85,6 +85,7 @@ pub(crate) fn classify(node: &NodeEnum, context: &Context<'_>, b: &mut Builder) 
                 &stmt.policy_name,
                 b,
             );
+            related_families::policy_expressions(&[&stmt.qual, &stmt.with_check], b);
         }
         NodeEnum::AlterPolicyStmt(stmt) => {
             b.statement("alter-policy");
@@ -94,6 +95,10 @@ pub(crate) fn classify(node: &NodeEnum, context: &Context<'_>, b: &mut Builder) 
                 &stmt.policy_name,
                 b,
             );
+            related_families::policy_expressions(&[&stmt.qual, &stmt.with_check], b);
+            if let Some(table) = stmt.table.as_ref().map(range_var_name) {
+                related_families::altered_policy(context, &table, b);
+            }
         }
         NodeEnum::CreateSeqStmt(stmt) => {
             b.statement("create-sequence");
@@ -119,6 +124,7 @@ pub(crate) fn classify(node: &NodeEnum, context: &Context<'_>, b: &mut Builder) 
                     false,
                 );
             }
+            related_families::owned_by(&stmt.options, b);
             b.operation(
                 OperationKind::AlterSequence,
                 sequence.as_ref(),
@@ -153,6 +159,7 @@ pub(crate) fn classify(node: &NodeEnum, context: &Context<'_>, b: &mut Builder) 
         NodeEnum::AlterPublicationStmt(stmt) => {
             b.statement("alter-publication");
             publication_tables(&stmt.pubobjects, OperationKind::AlterPublication, b);
+            related_families::alter_publication(stmt, context, b);
         }
         NodeEnum::CreateSchemaStmt(_) => catalog(b, "create-schema", OperationKind::CreateSchema),
         NodeEnum::CreateEnumStmt(_)
@@ -177,7 +184,6 @@ pub(crate) fn classify(node: &NodeEnum, context: &Context<'_>, b: &mut Builder) 
         | NodeEnum::CreateOpClassStmt(_)
         | NodeEnum::CreateOpFamilyStmt(_)
         | NodeEnum::AlterOpFamilyStmt(_)
-        | NodeEnum::AlterDomainStmt(_)
         | NodeEnum::AlterTypeStmt(_)
         | NodeEnum::AlterCollationStmt(_)
         | NodeEnum::CreateEventTrigStmt(_)
@@ -186,8 +192,17 @@ pub(crate) fn classify(node: &NodeEnum, context: &Context<'_>, b: &mut Builder) 
         | NodeEnum::AlterTsdictionaryStmt(_)
         | NodeEnum::CreateTransformStmt(_)
         | NodeEnum::CreateAmStmt(_)
-        | NodeEnum::CreatePlangStmt(_)
-        | NodeEnum::RuleStmt(_) => catalog(b, "catalog-change", OperationKind::OtherCatalogChange),
+        | NodeEnum::CreatePlangStmt(_) => {
+            catalog(b, "catalog-change", OperationKind::OtherCatalogChange)
+        }
+        NodeEnum::RuleStmt(stmt) => {
+            catalog(b, "create-rule", OperationKind::OtherCatalogChange);
+            related_families::rule(stmt, context, b);
+        }
+        NodeEnum::AlterDomainStmt(stmt) => {
+            catalog(b, "alter-domain", OperationKind::OtherCatalogChange);
+            related_families::alter_domain(stmt, context, b);
+        }
         // INV: RF-2 — an unclassified statement is refused, never run.
         other => {
             b.statement("unclassified");
@@ -261,6 +276,18 @@ fn comment(stmt: &CommentStmt, b: &mut Builder) {
     if let Some(relation) = &relation {
         b.lock(relation, kind, LockMode::ShareUpdateExclusive, false);
     }
+    // A comment on a rule, trigger, policy or constraint reads its table.
+    if matches!(
+        object,
+        ObjectType::ObjectRule
+            | ObjectType::ObjectTrigger
+            | ObjectType::ObjectPolicy
+            | ObjectType::ObjectTabconstraint
+    ) {
+        if let Some(table) = qualified_from_parts(&parts, 1) {
+            b.lock(&table, ObjectKind::Table, LockMode::AccessShare, false);
+        }
+    }
     b.operation(
         OperationKind::Comment,
         relation.as_ref(),
@@ -269,7 +296,7 @@ fn comment(stmt: &CommentStmt, b: &mut Builder) {
     );
 }
 
-fn grant(stmt: &GrantStmt, b: &mut Builder) {
+fn grant(stmt: &GrantStmt, context: &Context<'_>, b: &mut Builder) {
     let kind = if stmt.is_grant {
         OperationKind::Grant
     } else {
@@ -279,12 +306,12 @@ fn grant(stmt: &GrantStmt, b: &mut Builder) {
     let mut any = false;
     for object in &stmt.objects {
         if let Some(NodeEnum::RangeVar(rv)) = &object.node {
-            b.operation(
-                kind,
-                Some(&range_var_name(rv)),
-                None,
-                WorkClass::CatalogOnly,
-            );
+            let relation = range_var_name(rv);
+            // PostgreSQL 18 locks the relation (ACCESS SHARE) while changing its ACL.
+            if related_families::since(context, 180000) {
+                b.lock(&relation, ObjectKind::Table, LockMode::AccessShare, false);
+            }
+            b.operation(kind, Some(&relation), None, WorkClass::CatalogOnly);
             any = true;
         }
     }

@@ -15,11 +15,14 @@ mod alter_table;
 mod coercion;
 pub(crate) mod dml;
 mod expr;
+mod families;
 mod index;
 mod misc;
-mod names;
+pub(crate) mod names;
+mod related;
+mod related_families;
 mod session;
-mod steps;
+pub(crate) mod steps;
 mod table;
 mod trigger;
 
@@ -28,7 +31,7 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::{CatalogSnapshot, Lookup, RelationFacts};
-use crate::lock::LockMode;
+use crate::lock::{LockMode, ObjectRef, Role};
 use crate::refusal::{Refusal, RefusalCause};
 use crate::route::Route;
 use pgshift_sql::{NodeEnum, QualifiedName, Statement};
@@ -97,9 +100,16 @@ pub enum ObjectKind {
     View,
     /// A sequence.
     Sequence,
+    /// A composite type's relation.
+    Type,
 }
 
-/// One lock PostgreSQL takes for the statement.
+/// One lock PostgreSQL takes for the statement, on a relation it names or on a
+/// related relation the facts name.
+///
+/// A lock on a table also covers its indexes, its TOAST table and the sequences and
+/// composite types its columns use: PostgreSQL locks those in at most `mode`
+/// (`index_mode` when set), and only through the table.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct LockTaken {
     /// The relation, as written (or as resolved, with facts).
@@ -114,6 +124,41 @@ pub struct LockTaken {
     /// The mode taken on each partition, when it differs from `mode`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub partition_mode: Option<LockMode>,
+    /// The mode taken on its indexes (and its TOAST table's index), when stronger than
+    /// `mode` (`REINDEX TABLE`: SHARE on the table, ACCESS EXCLUSIVE on each index).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index_mode: Option<LockMode>,
+    /// Why it is locked when the statement does not name it: how it relates to an
+    /// object the statement names.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub related_to: Option<RelatedTo>,
+}
+
+/// How a locked relation relates to an object the statement names.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct RelatedTo {
+    /// The role.
+    pub role: Role,
+    /// The object the statement names.
+    pub of: ObjectRef,
+}
+
+/// A lock on relations the statement does not name and the facts cannot list (offline,
+/// or genuinely open-ended): described by their role. An upper bound: PostgreSQL takes
+/// at most `mode` on each of them (there may be none).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RelatedLock {
+    /// Which relations: the role and the object they relate to.
+    #[serde(flatten)]
+    pub related_to: RelatedTo,
+    /// The same in words (`the default partition of ledger`).
+    pub description: String,
+    /// What the relations are.
+    pub object: ObjectKind,
+    /// The strongest mode taken on each.
+    pub mode: LockMode,
+    /// Whether each one's partitions (or inheritance children) are locked too.
+    pub recurses: bool,
 }
 
 /// The closed vocabulary of operations a statement can contain.
@@ -347,8 +392,11 @@ pub struct Classification {
     pub statement: &'static str,
     /// Its operations.
     pub operations: Vec<Operation>,
-    /// The locks it takes, strongest mode per relation.
+    /// The locks it takes, strongest mode per relation: the relations it names first,
+    /// then the related relations the facts name.
     pub locks: Vec<LockTaken>,
+    /// The locks it takes on related relations the facts cannot name, by role.
+    pub related_locks: Vec<RelatedLock>,
     /// The heaviest work among its operations.
     pub work: WorkClass,
     /// Where it may run relative to transaction blocks.
@@ -365,9 +413,20 @@ pub struct Classification {
 }
 
 impl Classification {
-    /// The strongest lock the statement takes, on any relation.
+    /// The strongest lock the statement takes, on any relation it or the facts name
+    /// (the first such, so a relation the statement names before a related one).
     pub fn strongest_lock(&self) -> Option<&LockTaken> {
-        self.locks.iter().max_by_key(|lock| lock.mode)
+        self.locks.iter().rev().max_by_key(|lock| lock.mode)
+    }
+
+    /// The strongest mode the statement takes on any relation, related relations
+    /// described by role included.
+    pub fn strongest_mode(&self) -> Option<LockMode> {
+        self.locks
+            .iter()
+            .map(|lock| lock.mode.max(lock.index_mode.unwrap_or(lock.mode)))
+            .chain(self.related_locks.iter().map(|lock| lock.mode))
+            .max()
     }
 
     /// The relations this statement creates.
@@ -431,7 +490,7 @@ pub fn classify(statement: &Statement, context: &Context<'_>) -> Classification 
         NodeEnum::CreateTrigStmt(stmt) => trigger::classify_create(stmt, context, &mut builder),
         NodeEnum::CreateFunctionStmt(stmt) => trigger::classify_function(stmt, &mut builder),
         NodeEnum::CreateStmt(stmt) => table::classify_create(stmt, context, &mut builder),
-        NodeEnum::CreateTableAsStmt(stmt) => table::classify_create_as(stmt, &mut builder),
+        NodeEnum::CreateTableAsStmt(stmt) => table::classify_create_as(stmt, context, &mut builder),
         NodeEnum::DropStmt(stmt) => table::classify_drop(stmt, context, &mut builder),
         NodeEnum::TruncateStmt(stmt) => table::classify_truncate(stmt, context, &mut builder),
         NodeEnum::RenameStmt(stmt) => table::classify_rename(stmt, context, &mut builder),
@@ -461,6 +520,7 @@ pub(crate) struct Builder {
     statement: &'static str,
     operations: Vec<Operation>,
     locks: Vec<LockTaken>,
+    related_locks: Vec<RelatedLock>,
     transaction: TransactionUse,
     route: Option<Route>,
     reasons: Vec<String>,
@@ -473,6 +533,7 @@ impl Builder {
             statement,
             operations: Vec::new(),
             locks: Vec::new(),
+            related_locks: Vec::new(),
             transaction: TransactionUse::Any,
             route: None,
             reasons: Vec::new(),
@@ -504,8 +565,9 @@ impl Builder {
         &mut self.operations[last]
     }
 
-    /// Records a lock, keeping the strongest mode per relation.
-    // INV: LK-1 — the one place a stated lock is recorded; tests/lock_modes.rs checks each against pg_locks.
+    /// Records a lock on a relation the statement names, keeping the strongest mode
+    /// per relation.
+    // INV: LK-1 — with `related`, the one place a stated lock is recorded; tests/lock_modes.rs and tests/lock_truth.rs check each against pg_locks.
     pub(crate) fn lock(
         &mut self,
         relation: &QualifiedName,
@@ -513,9 +575,23 @@ impl Builder {
         mode: LockMode,
         recurses: bool,
     ) {
+        self.record(relation, object, mode, recurses, None);
+    }
+
+    fn record(
+        &mut self,
+        relation: &QualifiedName,
+        object: ObjectKind,
+        mode: LockMode,
+        recurses: bool,
+        related_to: Option<RelatedTo>,
+    ) {
         if let Some(existing) = self.locks.iter_mut().find(|l| &l.relation == relation) {
             existing.mode = existing.mode.max(mode);
             existing.recurses |= recurses;
+            if related_to.is_none() {
+                existing.related_to = None;
+            }
             return;
         }
         self.locks.push(LockTaken {
@@ -524,7 +600,64 @@ impl Builder {
             mode,
             recurses,
             partition_mode: None,
+            index_mode: None,
+            related_to,
         });
+    }
+
+    /// Records a lock on the relations standing in `role` to `of`: each by name when
+    /// the facts list them, by the role itself when they cannot (offline, declared
+    /// facts that may be partial, or an open-ended role).
+    // INV: LK-1 — related relations are never left unstated: named, or described by role.
+    pub(crate) fn related(
+        &mut self,
+        context: &Context<'_>,
+        role: Role,
+        of: ObjectRef,
+        object: ObjectKind,
+        mode: LockMode,
+        recurses: bool,
+    ) {
+        let related_to = RelatedTo { role, of };
+        let members = related::members(context, role, &related_to.of);
+        for member in members.named() {
+            self.record(
+                &member.name,
+                related::object_kind(member.kind).unwrap_or(object),
+                mode,
+                recurses,
+                Some(related_to.clone()),
+            );
+        }
+        if members.is_complete() {
+            return;
+        }
+        if let Some(existing) = self
+            .related_locks
+            .iter_mut()
+            .find(|l| l.related_to == related_to)
+        {
+            existing.mode = existing.mode.max(mode);
+            existing.recurses |= recurses;
+            return;
+        }
+        self.related_locks.push(RelatedLock {
+            description: role.describe(&related_to.of),
+            related_to,
+            object,
+            mode,
+            recurses,
+        });
+    }
+
+    /// Records that the indexes of `relation` are locked in `mode`, stronger than the
+    /// relation itself.
+    pub(crate) fn index_mode(&mut self, relation: &QualifiedName, mode: LockMode) {
+        if let Some(lock) = self.locks.iter_mut().find(|l| &l.relation == relation) {
+            if mode > lock.mode {
+                lock.index_mode = Some(lock.index_mode.map_or(mode, |m| m.max(mode)));
+            }
+        }
     }
 
     /// Records that the partitions of `relation` are locked in `mode` rather than in
@@ -599,10 +732,12 @@ impl Builder {
                 "this statement cannot run inside a transaction block; run it on its own",
             );
         }
+        let locks = related::merge_resolved(self.locks, context);
         Classification {
             statement: self.statement,
             operations: self.operations,
-            locks: self.locks,
+            locks,
+            related_locks: self.related_locks,
             work,
             transaction: self.transaction,
             destructive,

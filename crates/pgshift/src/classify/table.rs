@@ -9,9 +9,11 @@ use pgshift_sql::{NodeEnum, QualifiedName};
 
 use super::dml::referenced_relations;
 use super::names::{list_items, qualified_from_parts, range_var_name, strings};
-use super::{index, trigger, Builder, Context, Effect, ObjectKind, OperationKind, WorkClass};
-use crate::catalog::{Lookup, RelationFacts};
-use crate::lock::LockMode;
+use super::{
+    families, index, trigger, Builder, Context, Effect, ObjectKind, OperationKind, WorkClass,
+};
+use crate::catalog::{Lookup, RelationFacts, RelationKind};
+use crate::lock::{LockMode, ObjectClass, ObjectRef, Role};
 use crate::refusal::RefusalCause;
 use crate::route::Route;
 
@@ -44,28 +46,11 @@ pub(crate) fn classify_create(stmt: &CreateStmt, context: &Context<'_>, b: &mut 
             b.reason(format!(
                 "CREATE TABLE … PARTITION OF takes ACCESS EXCLUSIVE on {parent}: every query on it waits while it waits for and holds the lock"
             ));
-            for fk in context
-                .relation(&parent)
-                .map(|f| f.foreign_keys_out.as_slice())
-                .unwrap_or_default()
-            {
-                b.lock(
-                    &fk.referenced,
-                    ObjectKind::Table,
-                    LockMode::ShareRowExclusive,
-                    false,
-                );
-            }
+            families::new_partition(b, context, &parent);
             if let Some(default) = context
                 .relation(&parent)
                 .and_then(RelationFacts::default_partition)
             {
-                b.lock(
-                    &default.name,
-                    ObjectKind::Table,
-                    LockMode::AccessExclusive,
-                    false,
-                );
                 b.reason(format!(
                     "the default partition {} is scanned under ACCESS EXCLUSIVE to check none of its rows belong to the new partition",
                     default.name
@@ -75,6 +60,11 @@ pub(crate) fn classify_create(stmt: &CreateStmt, context: &Context<'_>, b: &mut 
     }
     for element in &stmt.table_elts {
         foreign_key_locks(element, b);
+    }
+    if let Some(type_name) = &stmt.of_typename {
+        if let Some(name) = qualified_from_parts(&strings(&type_name.names), 0) {
+            b.lock(&name, ObjectKind::Type, LockMode::AccessShare, false);
+        }
     }
     let kind = if partition_of {
         OperationKind::CreatePartition
@@ -108,19 +98,14 @@ fn foreign_key_locks(element: &Node, b: &mut Builder) {
         if let Some(NodeEnum::Constraint(constraint)) = &node.node {
             if constraint.contype == ConstrType::ConstrForeign as i32 {
                 if let Some(pktable) = &constraint.pktable {
-                    b.lock(
-                        &range_var_name(pktable),
-                        ObjectKind::Table,
-                        LockMode::ShareRowExclusive,
-                        false,
-                    );
+                    families::new_foreign_key(b, &range_var_name(pktable));
                 }
             }
         }
     }
 }
 
-pub(crate) fn classify_create_as(stmt: &CreateTableAsStmt, b: &mut Builder) {
+pub(crate) fn classify_create_as(stmt: &CreateTableAsStmt, context: &Context<'_>, b: &mut Builder) {
     let materialized = stmt.objtype == ObjectType::ObjectMatview as i32;
     b.statement(if materialized {
         "create-materialized-view"
@@ -134,7 +119,8 @@ pub(crate) fn classify_create_as(stmt: &CreateTableAsStmt, b: &mut Builder) {
         .map(range_var_name);
     if let Some(query) = &stmt.query {
         for relation in referenced_relations(query) {
-            b.lock(&relation, ObjectKind::Table, LockMode::AccessShare, false);
+            b.lock(&relation, ObjectKind::Table, LockMode::AccessShare, true);
+            families::data_read(b, context, &relation, LockMode::AccessShare);
         }
     }
     let kind = if materialized {
@@ -155,11 +141,8 @@ pub(crate) fn classify_drop(stmt: &DropStmt, context: &Context<'_>, b: &mut Buil
         ObjectType::ObjectTrigger => return trigger::classify_drop(stmt, b),
         _ => {}
     }
-    let names: Vec<Vec<String>> = stmt
-        .objects
-        .iter()
-        .map(|node| strings(list_items(node)))
-        .collect();
+    let names: Vec<Vec<String>> = stmt.objects.iter().map(object_name_parts).collect();
+    let cascade = stmt.behavior == 2;
     let (statement, object, kind, destructive) = match remove {
         ObjectType::ObjectTable | ObjectType::ObjectForeignTable => (
             "drop-table",
@@ -203,6 +186,24 @@ pub(crate) fn classify_drop(stmt: &DropStmt, context: &Context<'_>, b: &mut Buil
             }
             return;
         }
+        ObjectType::ObjectRule => {
+            b.statement("drop-rule");
+            for parts in &names {
+                if let Some(table) = qualified_from_parts(parts, 1) {
+                    b.lock(&table, ObjectKind::Table, LockMode::AccessExclusive, false);
+                    b.operation(
+                        OperationKind::OtherCatalogChange,
+                        Some(&table),
+                        parts.last().map(String::as_str),
+                        WorkClass::CatalogOnly,
+                    );
+                    if cascade {
+                        families::drop_relation(b, context, &table, true);
+                    }
+                }
+            }
+            return;
+        }
         ObjectType::ObjectSchema => (
             "drop-schema",
             None,
@@ -210,6 +211,13 @@ pub(crate) fn classify_drop(stmt: &DropStmt, context: &Context<'_>, b: &mut Buil
             stmt.behavior == 2,
         ),
         _ => ("drop", None, OperationKind::OtherCatalogChange, false),
+    };
+    let class = match remove {
+        ObjectType::ObjectType | ObjectType::ObjectDomain => ObjectClass::Type,
+        ObjectType::ObjectSchema => ObjectClass::Schema,
+        ObjectType::ObjectStatisticExt => ObjectClass::Statistics,
+        ObjectType::ObjectPublication => ObjectClass::Publication,
+        _ => ObjectClass::Other,
     };
     b.statement(statement);
     for parts in &names {
@@ -221,16 +229,7 @@ pub(crate) fn classify_drop(stmt: &DropStmt, context: &Context<'_>, b: &mut Buil
                 LockMode::AccessExclusive,
                 object == ObjectKind::Table,
             );
-            if let Some(facts) = context.relation(name) {
-                for fk in &facts.foreign_keys_out {
-                    b.lock(
-                        &fk.referenced,
-                        ObjectKind::Table,
-                        LockMode::AccessExclusive,
-                        false,
-                    );
-                }
-            }
+            families::drop_relation(b, context, name, cascade);
             if let Lookup::Missing = context.lookup(name) {
                 if !stmt.missing_ok && !context.is_new(name) {
                     b.refuse(
@@ -238,6 +237,24 @@ pub(crate) fn classify_drop(stmt: &DropStmt, context: &Context<'_>, b: &mut Buil
                         format!("{name} does not exist in the search path"),
                     );
                 }
+            }
+        }
+        if let (None, Some(name)) = (object, &name) {
+            let of = ObjectRef {
+                class,
+                name: name.clone(),
+            };
+            match class {
+                ObjectClass::Statistics => b.related(
+                    context,
+                    Role::StatisticsTable,
+                    of,
+                    ObjectKind::Table,
+                    LockMode::ShareUpdateExclusive,
+                    false,
+                ),
+                ObjectClass::Publication => {}
+                _ => families::drop_object(b, context, of, cascade),
             }
         }
         let label = name
@@ -257,6 +274,17 @@ pub(crate) fn classify_drop(stmt: &DropStmt, context: &Context<'_>, b: &mut Buil
     }
 }
 
+/// The name parts of a dropped object: a list of names, a type name, or a bare name
+/// (a schema, a publication).
+fn object_name_parts(node: &Node) -> Vec<String> {
+    match &node.node {
+        Some(NodeEnum::TypeName(type_name)) => strings(&type_name.names),
+        Some(NodeEnum::String(name)) => vec![name.sval.clone()],
+        Some(NodeEnum::ObjectWithArgs(function)) => strings(&function.objname),
+        _ => strings(list_items(node)),
+    }
+}
+
 pub(crate) fn classify_truncate(stmt: &TruncateStmt, context: &Context<'_>, b: &mut Builder) {
     b.statement("truncate");
     for relation in stmt.relations.iter().filter_map(|node| match &node.node {
@@ -270,17 +298,9 @@ pub(crate) fn classify_truncate(stmt: &TruncateStmt, context: &Context<'_>, b: &
             LockMode::AccessExclusive,
             relation.inh,
         );
-        if let Some(facts) = context.relation(&table) {
-            if stmt.behavior == 2 {
-                for fk in &facts.foreign_keys_in {
-                    b.lock(
-                        &fk.referencing,
-                        ObjectKind::Table,
-                        LockMode::AccessExclusive,
-                        false,
-                    );
-                }
-            }
+        b.index_mode(&table, LockMode::AccessExclusive);
+        if stmt.behavior == 2 {
+            families::truncate_cascade(b, context, &table);
         }
         b.operation(
             OperationKind::Truncate,
@@ -336,12 +356,24 @@ pub(crate) fn classify_rename(stmt: &RenameStmt, context: &Context<'_>, b: &mut 
             .detail = Some(format!("{} -> {}", stmt.subname, stmt.newname));
         }
         (ObjectType::ObjectIndex, Some(index)) => {
+            // ALTER INDEX accepts any relation; on anything but an index it takes ACCESS
+            // EXCLUSIVE, and offline the name may be anything.
+            let is_index = context.relation(&index).is_some_and(|f| {
+                matches!(f.kind, RelationKind::Index | RelationKind::PartitionedIndex)
+            });
             b.lock(
                 &index,
                 ObjectKind::Index,
-                LockMode::ShareUpdateExclusive,
+                if is_index {
+                    LockMode::ShareUpdateExclusive
+                } else {
+                    LockMode::AccessExclusive
+                },
                 false,
             );
+            if !is_index {
+                b.reason("ALTER INDEX … RENAME takes ACCESS EXCLUSIVE unless the name is an index (then SHARE UPDATE EXCLUSIVE); offline it may be a table");
+            }
             b.operation(
                 OperationKind::RenameIndex,
                 Some(&index),
@@ -390,6 +422,56 @@ pub(crate) fn classify_rename(stmt: &RenameStmt, context: &Context<'_>, b: &mut 
                 WorkClass::CatalogOnly,
             )
             .detail = Some(format!("{} -> {}", stmt.subname, stmt.newname));
+        }
+        (ObjectType::ObjectRule | ObjectType::ObjectPolicy, _) => {
+            let parts = stmt
+                .object
+                .as_deref()
+                .map(|node| strings(list_items(node)))
+                .unwrap_or_default();
+            let table = stmt
+                .relation
+                .as_ref()
+                .map(range_var_name)
+                .or_else(|| qualified_from_parts(&parts, 1));
+            if let Some(table) = &table {
+                b.lock(table, ObjectKind::Table, LockMode::AccessExclusive, false);
+            }
+            b.operation(
+                OperationKind::OtherCatalogChange,
+                table.as_ref(),
+                Some(&stmt.newname),
+                WorkClass::CatalogOnly,
+            );
+        }
+        (ObjectType::ObjectAttribute, Some(composite)) => {
+            // A composite type's attribute: ACCESS EXCLUSIVE on the type's relation,
+            // and with CASCADE on every typed table of it.
+            b.lock(
+                &composite,
+                ObjectKind::Type,
+                LockMode::AccessExclusive,
+                false,
+            );
+            if stmt.behavior == 2 {
+                b.related(
+                    context,
+                    Role::TablesOfType,
+                    ObjectRef {
+                        class: ObjectClass::Type,
+                        name: composite.clone(),
+                    },
+                    ObjectKind::Table,
+                    LockMode::AccessExclusive,
+                    true,
+                );
+            }
+            b.operation(
+                OperationKind::OtherCatalogChange,
+                None,
+                Some(&stmt.newname),
+                WorkClass::CatalogOnly,
+            );
         }
         _ => {
             b.operation(
@@ -586,13 +668,13 @@ pub(crate) fn classify_lock(stmt: &LockStmt, context: &Context<'_>, b: &mut Buil
     b.statement("lock-table");
     b.inside_transaction_only();
     let mode = LockMode::from_pg_number(stmt.mode).unwrap_or(LockMode::AccessExclusive);
-    let _ = context;
     for relation in stmt.relations.iter().filter_map(|node| match &node.node {
         Some(NodeEnum::RangeVar(rv)) => Some(rv),
         _ => None,
     }) {
         let table = range_var_name(relation);
         b.lock(&table, ObjectKind::Table, mode, relation.inh);
+        families::lock_view(b, context, &table, mode);
         b.operation(
             OperationKind::LockTable,
             Some(&table),

@@ -3,18 +3,17 @@
 //! server that accepts the connection, the credentials and `target_session_attrs`
 //! is handed to [`super::session`] to be prepared.
 //!
-//! Driver errors become typed errors here: authentication failures by SQLSTATE
-//! (`28P01`, `28000`), TLS failures by the rustls error inside, anything else as a
-//! failed connection naming the endpoint.
+//! Driver errors become typed errors in [`super::diagnose`], with the server's or
+//! the operating system's words and the next step.
 
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, Connection, NoTls, Socket};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::budgets::SessionBudgets;
+use super::diagnose;
 use super::dsn::ConnectionSpec;
 use super::error::ConnectError;
 use super::session::{prepare, Session, APPLICATION_NAME};
@@ -74,7 +73,7 @@ async fn open(
             }
             _ => config.connect(NoTls).await.map(spawn_connection),
         };
-        let client = connected.map_err(|error| classify(error, &endpoint, spec.user()))?;
+        let client = connected.map_err(|error| diagnose::classify(error, spec, target))?;
         check_session_attrs(&client, wanted, &endpoint).await?;
         Ok(client)
     };
@@ -140,55 +139,6 @@ where
     client
 }
 
-/// Maps a driver error to the typed error: authentication by SQLSTATE, TLS by the
-/// rustls error inside, anything else as a failed connection.
-fn classify(error: tokio_postgres::Error, endpoint: &str, user: &str) -> ConnectError {
-    let auth_state = error.code().filter(|state| {
-        **state == SqlState::INVALID_PASSWORD
-            || **state == SqlState::INVALID_AUTHORIZATION_SPECIFICATION
-    });
-    if let Some(state) = auth_state.cloned() {
-        return ConnectError::AuthenticationFailed {
-            endpoint: endpoint.to_owned(),
-            user: user.to_owned(),
-            sqlstate: state,
-            source: error,
-        };
-    }
-    if let Some(tls_error) = rustls_cause(&error) {
-        return ConnectError::TlsHandshake {
-            endpoint: endpoint.to_owned(),
-            source: tls_error.clone(),
-        };
-    }
-    ConnectError::ConnectionFailed {
-        endpoint: endpoint.to_owned(),
-        source: error,
-    }
-}
-
-/// The rustls error in `error`'s source chain, looking inside `io::Error`s (whose
-/// `source` skips the error they wrap).
-fn rustls_cause<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
-    const MAX_DEPTH: usize = 16;
-    let mut current = Some(error);
-    for _ in 0..MAX_DEPTH {
-        let link = current?;
-        if let Some(found) = link.downcast_ref::<rustls::Error>() {
-            return Some(found);
-        }
-        let wrapped = link
-            .downcast_ref::<std::io::Error>()
-            .and_then(std::io::Error::get_ref)
-            .and_then(|inner| inner.downcast_ref::<rustls::Error>());
-        if wrapped.is_some() {
-            return wrapped;
-        }
-        current = link.source();
-    }
-    None
-}
-
 /// Checks the server against `target_session_attrs`, as libpq does after connecting.
 async fn check_session_attrs(
     client: &Client,
@@ -235,22 +185,6 @@ async fn check_session_attrs(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn rustls_errors_are_found_inside_io_errors() {
-        let io = std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer),
-        );
-        assert_eq!(
-            rustls_cause(&io),
-            Some(&rustls::Error::InvalidCertificate(
-                rustls::CertificateError::UnknownIssuer
-            ))
-        );
-        let plain = std::io::Error::other("refused");
-        assert_eq!(rustls_cause(&plain), None);
-    }
 
     #[tokio::test]
     async fn invalid_budgets_are_refused_before_connecting() {

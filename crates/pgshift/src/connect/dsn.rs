@@ -48,6 +48,15 @@ impl fmt::Debug for Password {
     }
 }
 
+/// Where a password comes from, for messages (never the password itself).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PasswordOrigin {
+    /// The connection string or `PGPASSWORD`.
+    Given,
+    /// The password file (`PGPASSFILE`, else `~/.pgpass`).
+    Passfile,
+}
+
 /// A resolved connection: every server to try, the role, the database, the password
 /// (never shown) and the TLS settings.
 ///
@@ -154,6 +163,17 @@ impl ConnectionSpec {
     /// for logs and messages.
     pub fn redacted(&self) -> String {
         self.to_string()
+    }
+
+    /// Where the password sent to `target` comes from, if one is sent.
+    pub(crate) fn password_origin(&self, target: &Target) -> Option<PasswordOrigin> {
+        if self.password.is_some() {
+            Some(PasswordOrigin::Given)
+        } else if target.passfile_password().is_some() {
+            Some(PasswordOrigin::Passfile)
+        } else {
+            None
+        }
     }
 
     /// The password to send to `target`: the explicit one, else the password file's.
@@ -367,14 +387,7 @@ fn passfile_path(env: &dyn Environment, home: Option<&Path>) -> Option<PathBuf> 
 }
 
 fn passfile_password(path: &Path, target: &Target, user: &str, dbname: &str) -> Option<Password> {
-    let host = match (target.host(), target.hostaddr()) {
-        (Some(Host::Unix(dir)), _) if DEFAULT_SOCKET_DIRS.iter().any(|d| Path::new(d) == dir) => {
-            "localhost".to_owned()
-        }
-        (Some(host), _) => host_name(host),
-        (None, Some(addr)) => addr.to_string(),
-        (None, None) => "localhost".to_owned(),
-    };
+    let host = passfile_host(target);
     let port = target.port().to_string();
     let query = PassfileQuery {
         host: &host,
@@ -383,6 +396,19 @@ fn passfile_password(path: &Path, target: &Target, user: &str, dbname: &str) -> 
         user,
     };
     passfile::read_password(path, &query).map(Password)
+}
+
+/// The host field a password file line must match for `target`: the host as
+/// written, `localhost` for libpq's default socket directories.
+pub(crate) fn passfile_host(target: &Target) -> String {
+    match (target.host(), target.hostaddr()) {
+        (Some(Host::Unix(dir)), _) if DEFAULT_SOCKET_DIRS.iter().any(|d| Path::new(d) == dir) => {
+            "localhost".to_owned()
+        }
+        (Some(host), _) => host_name(host),
+        (None, Some(addr)) => addr.to_string(),
+        (None, None) => "localhost".to_owned(),
+    }
 }
 
 fn host_name(host: &Host) -> String {

@@ -63,25 +63,67 @@ pub enum ConnectError {
     },
     /// The TLS handshake failed, for example because the server certificate does not
     /// verify against the configured roots or names another host.
-    #[error("tls handshake with {endpoint} failed")]
+    #[error("tls handshake with {endpoint} failed: {source}; {next}")]
     TlsHandshake {
         /// The server that was tried.
         endpoint: String,
+        /// What to do next (which `ssl*` parameter to look at).
+        next: String,
         /// The rustls error.
         #[source]
         source: rustls::Error,
     },
     /// The server could not be reached or the connection broke during startup.
-    #[error("could not connect to {endpoint}")]
+    #[error("could not connect to {endpoint}: {reason}; {next}")]
     ConnectionFailed {
         /// The server that was tried.
         endpoint: String,
+        /// What the operating system or the driver said, such as
+        /// `Connection refused (os error 111)`.
+        reason: String,
+        /// What to do next.
+        next: String,
         /// The driver error.
         #[source]
         source: tokio_postgres::Error,
     },
+    /// The server answered the connection with an error other than a rejected role
+    /// or password: a missing database (3D000), a server starting up, shutting down
+    /// or in recovery (57P03), no free connection slot (53300), no `CONNECT`
+    /// privilege (42501), …
+    #[error(
+        "server at {endpoint} refused the connection: {}; {next}",
+        ServerWords(source)
+    )]
+    ServerRefused {
+        /// The server that was tried.
+        endpoint: String,
+        /// The SQLSTATE the server sent.
+        sqlstate: SqlState,
+        /// What to do next.
+        next: String,
+        /// The driver error.
+        #[source]
+        source: tokio_postgres::Error,
+    },
+    /// The server asked for a password and none was given (libpq: `fe_sendauth: no
+    /// password supplied`).
+    #[error(
+        "server at {endpoint} asks for a password for user \"{user}\", and none was given; {next}"
+    )]
+    PasswordMissing {
+        /// The server that was tried.
+        endpoint: String,
+        /// The role name that was used.
+        user: String,
+        /// Where a password can be given.
+        next: String,
+    },
     /// Connecting, or preparing the session, took longer than the connect timeout.
-    #[error("{step} timed out after {timeout_ms} ms at {endpoint}")]
+    #[error(
+        "{step} timed out after {timeout_ms} ms at {endpoint}; {}",
+        timeout_next(step)
+    )]
     Timeout {
         /// The server that was tried.
         endpoint: String,
@@ -90,8 +132,13 @@ pub enum ConnectError {
         /// The bound that expired.
         timeout_ms: u64,
     },
-    /// The server rejected the credentials (SQLSTATE 28P01 or 28000).
-    #[error("authentication failed for user \"{user}\" at {endpoint} (sqlstate {})", sqlstate.code())]
+    /// The server rejected the role or its credentials (SQLSTATE 28P01 or 28000): a
+    /// wrong password, a role that does not exist or may not log in, no
+    /// `pg_hba.conf` line for the connection, a failed peer or certificate check.
+    #[error(
+        "server at {endpoint} did not accept user \"{user}\": {}; {next}",
+        ServerWords(source)
+    )]
     AuthenticationFailed {
         /// The server that was tried.
         endpoint: String,
@@ -99,6 +146,8 @@ pub enum ConnectError {
         user: String,
         /// `INVALID_PASSWORD` or `INVALID_AUTHORIZATION_SPECIFICATION`.
         sqlstate: SqlState,
+        /// What to do next.
+        next: String,
         /// The driver error.
         #[source]
         source: tokio_postgres::Error,
@@ -164,10 +213,12 @@ impl ConnectError {
     }
 
     /// Whether this error, or any attempt inside [`ConnectError::AllHostsFailed`], is an
-    /// authentication failure.
+    /// authentication failure (a missing password included).
     pub fn is_authentication_failure(&self) -> bool {
         match self {
-            ConnectError::AuthenticationFailed { .. } => true,
+            ConnectError::AuthenticationFailed { .. } | ConnectError::PasswordMissing { .. } => {
+                true
+            }
             ConnectError::AllHostsFailed { attempts } => {
                 attempts.iter().any(ConnectError::is_authentication_failure)
             }
@@ -200,7 +251,8 @@ pub enum TlsFileProblem {
     KeyPermissions,
 }
 
-/// Renders each attempt with its immediate cause, separated by `; `.
+/// Renders each attempt, separated by `; `, with its immediate cause where its own
+/// message does not already say it.
 struct Attempts<'a>(&'a [ConnectError]);
 
 impl fmt::Display for Attempts<'_> {
@@ -210,11 +262,55 @@ impl fmt::Display for Attempts<'_> {
                 f.write_str("; ")?;
             }
             write!(f, "{attempt}")?;
-            if let Some(cause) = std::error::Error::source(attempt) {
+            let says_its_cause = matches!(
+                attempt,
+                ConnectError::ConnectionFailed { .. }
+                    | ConnectError::ServerRefused { .. }
+                    | ConnectError::AuthenticationFailed { .. }
+                    | ConnectError::TlsHandshake { .. }
+            );
+            if let Some(cause) = std::error::Error::source(attempt).filter(|_| !says_its_cause) {
                 write!(f, ": {cause}")?;
             }
         }
         Ok(())
+    }
+}
+
+/// The server's own words in a driver error: `FATAL: message (SQLSTATE code;
+/// detail: …; hint: …)`.
+struct ServerWords<'a>(&'a tokio_postgres::Error);
+
+impl fmt::Display for ServerWords<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Some(db) = self.0.as_db_error() else {
+            return write!(f, "{}", self.0);
+        };
+        write!(
+            f,
+            "{}: {} (SQLSTATE {}",
+            db.severity(),
+            db.message(),
+            db.code().code()
+        )?;
+        if let Some(detail) = db.detail() {
+            write!(f, "; detail: {detail}")?;
+        }
+        if let Some(hint) = db.hint() {
+            write!(f, "; hint: {hint}")?;
+        }
+        f.write_str(")")
+    }
+}
+
+/// What to do after a timeout, by the step that took too long.
+fn timeout_next(step: &str) -> &'static str {
+    match step {
+        "connect" => {
+            "is the server running there, and reachable (address, port, firewall)? \
+             connect_timeout=SECONDS waits longer"
+        }
+        _ => "the server accepted the connection but answered too slowly; is it overloaded?",
     }
 }
 

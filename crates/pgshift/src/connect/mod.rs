@@ -14,7 +14,8 @@
 //!   are refused, the role's own `search_path` is recorded, and then replaced by
 //!   `pg_catalog, pg_temp`.
 //! - [`ConnectError`] is the one error type; PostgreSQL errors are matched by
-//!   SQLSTATE.
+//!   SQLSTATE, and every failed connection says what the server or the operating
+//!   system said and what to do next (`diagnose`).
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), pgshift::connect::ConnectError> {
@@ -29,6 +30,7 @@
 
 mod attempt;
 mod budgets;
+mod diagnose;
 mod dsn;
 mod env;
 mod error;

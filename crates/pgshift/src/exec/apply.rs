@@ -11,8 +11,9 @@ use super::budgets::StepBudgets;
 use super::cas_unit::{run_cas_unit, CasSettings, CasUnitReport};
 use super::index_guard::IndexGuard;
 use super::jitter::Jitter;
+use super::judge::{judge, JudgeError};
 use super::progress::{BuildProgress, Progress};
-use super::schedule::{schedule, Schedule, ScheduleOptions, Scheduled, StatementRefusal};
+use super::schedule::{Schedule, ScheduleOptions, Scheduled, StatementRefusal};
 use super::unit::{run_unit, Sleeper, Unit, UnitContext, UnitReport};
 use crate::classify::WorkClass;
 use crate::refusal::{Refusal, RefusalCause};
@@ -93,7 +94,8 @@ pub struct Sessions<'a> {
     pub user_search_path: &'a [String],
 }
 
-/// Schedules `script` and, unless something is refused, runs it.
+/// Judges `script` ([`judge`]: the schedule and the pre-run checks `plan` reports
+/// too) and, unless something is refused, runs it.
 pub async fn apply(
     sessions: &Sessions<'_>,
     script: &Script,
@@ -101,13 +103,21 @@ pub async fn apply(
     sleeper: &impl Sleeper,
     progress: &mut dyn Progress,
 ) -> ApplyVerdict {
-    let planned = schedule(
+    let schedule_options = ScheduleOptions {
+        allow_blocking: options.allow_blocking.clone(),
+        copy_and_swap: options.copy_and_swap.is_some(),
+    };
+    let planned = match judge(
+        sessions.main,
         script,
-        &ScheduleOptions {
-            allow_blocking: options.allow_blocking.clone(),
-            copy_and_swap: options.copy_and_swap.is_some(),
-        },
-    );
+        &schedule_options,
+        sessions.user_search_path,
+    )
+    .await
+    {
+        Ok(planned) => planned,
+        Err(error) => return not_judged(&error),
+    };
     run_schedule(
         sessions,
         planned,
@@ -117,6 +127,19 @@ pub async fn apply(
         progress,
     )
     .await
+}
+
+/// The verdict when the pre-run checks could not be made: nothing ran.
+fn not_judged(error: &JudgeError) -> ApplyVerdict {
+    ApplyVerdict {
+        outcome: Outcome::Failed,
+        refusals: Vec::new(),
+        runtime_refusal: None,
+        notes: vec![format!("nothing was run: {error}")],
+        units: Vec::new(),
+        committed_units: 0,
+        failed_unit: None,
+    }
 }
 
 /// How a run is recorded, and where it resumes: the units before `committed_before`
@@ -358,12 +381,7 @@ async fn run_one(
                     unit: unit.clone(),
                     report: None,
                     copy_and_swap: None,
-                    skipped: Some(format!(
-                        "an invalid index {} (OID {}) already exists, left by an earlier failed or interrupted build; check it, drop it with DROP INDEX CONCURRENTLY {}, and run again",
-                        guard.qualified(),
-                        existing.oid,
-                        guard.qualified()
-                    )),
+                    skipped: Some(guard.in_the_way(existing.oid)),
                 };
             }
         }

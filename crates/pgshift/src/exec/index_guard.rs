@@ -61,6 +61,15 @@ impl IndexGuard {
         format!("{}.{}", quote_ident(&self.schema), quote_ident(&self.name))
     }
 
+    /// Why a build is not run when an invalid index `oid` already holds the name.
+    pub fn in_the_way(&self, oid: u32) -> String {
+        format!(
+            "an invalid index {} (OID {oid}) already exists, left by an earlier failed or interrupted build; check it, drop it with DROP INDEX CONCURRENTLY {}, and run again",
+            self.qualified(),
+            self.qualified()
+        )
+    }
+
     /// The index currently holding the name, if any.
     pub async fn find(&self, client: &Client) -> Result<Option<FoundIndex>, Failure> {
         let row = client
@@ -111,6 +120,29 @@ async fn table_schema(
     if !relation.schemaname.is_empty() {
         return Ok(Some(relation.schemaname.clone()));
     }
+    let oid = regclass_under(client, &quote_ident(&relation.relname), search_path)
+        .await
+        .map_err(|error| Failure::of(&error))?;
+    let Some(oid) = oid else { return Ok(None) };
+    let row = client
+        .query_opt(
+            "SELECT n.nspname::pg_catalog.text FROM pg_catalog.pg_class c \
+               JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
+              WHERE c.oid OPERATOR(pg_catalog.=) $1::pg_catalog.oid",
+            &[&oid],
+        )
+        .await
+        .map_err(|error| Failure::of(&error))?;
+    Ok(row.map(|r| r.get::<_, String>(0)))
+}
+
+/// The OID a relation name (SQL text, quoted as needed) denotes with `search_path`
+/// (empty: the session's own), found with `to_regclass`, which takes no lock.
+pub(crate) async fn regclass_under(
+    client: &Client,
+    name: &str,
+    search_path: &[String],
+) -> Result<Option<u32>, tokio_postgres::Error> {
     let path = search_path
         .iter()
         .map(|s| quote_ident(s))
@@ -124,21 +156,17 @@ async fn table_schema(
                 .await?;
         }
         let row = client
-            .query_opt(
-                "SELECT n.nspname::pg_catalog.text FROM pg_catalog.pg_class c \
-                   JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
-                  WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1::pg_catalog.text)",
-                &[&quote_ident(&relation.relname)],
+            .query_one(
+                "SELECT pg_catalog.to_regclass($1::pg_catalog.text)::pg_catalog.oid",
+                &[&name],
             )
             .await?;
         client.batch_execute("COMMIT").await?;
-        Ok::<_, tokio_postgres::Error>(row.map(|r| r.get::<_, String>(0)))
+        Ok::<_, tokio_postgres::Error>(row.get::<_, Option<u32>>(0))
     };
-    match lookup.await {
-        Ok(schema) => Ok(schema),
-        Err(error) => {
-            let _ = client.batch_execute("ROLLBACK").await;
-            Err(Failure::of(&error))
-        }
+    let result = lookup.await;
+    if result.is_err() {
+        let _ = client.batch_execute("ROLLBACK").await;
     }
+    result
 }

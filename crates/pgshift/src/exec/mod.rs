@@ -13,6 +13,7 @@ pub mod cas_unit;
 pub mod errors;
 pub mod index_guard;
 pub mod jitter;
+pub mod judge;
 pub mod progress;
 pub mod schedule;
 pub mod unit;
@@ -23,6 +24,7 @@ pub use apply::{
 };
 pub use budgets::{BudgetError, StepBudgets};
 pub use cas_unit::{CasSettings, CasUnitReport};
+pub use judge::{judge, JudgeError};
 pub use progress::{BuildProgress, NoProgress, Progress};
 pub use schedule::{schedule, Schedule, ScheduleOptions, Scheduled, StatementRefusal};
 pub use unit::{run_unit, Sleeper, TokioSleeper, Unit, UnitContext, UnitReport};

@@ -14,7 +14,13 @@
 //!    written instead, and the outcome says so. Without copy-and-swap (a caller that
 //!    gives no connection for it), such a rewrite is refused
 //!    (`copy-and-swap-unavailable`) unless accepted as blocking.
-//! 5. `SET lock_timeout` / `statement_timeout` are dropped (pgshift's budgets govern);
+//! 5. A step whose work is a scan, build or rewrite of an existing relation under a
+//!    lock that blocks writes never runs as if it were online (LK-6): the classifier
+//!    gives such work a safer sequence or copy-and-swap where one exists; what is left
+//!    runs only when the operator names its table with `--allow-blocking` (the unit is
+//!    then accepted as blocking, and the outcome says so), and is refused
+//!    (`blocking-work`) otherwise.
+//! 6. `SET lock_timeout` / `statement_timeout` are dropped (pgshift's budgets govern);
 //!    `SET search_path` sets the path later units run with; other `SET`s apply to the
 //!    session as they come. `SET session_replication_role` is refused in the same
 //!    way as it is flagged by lint: a migration must not bypass invariant triggers.
@@ -85,6 +91,14 @@ pub struct ScheduleOptions {
 
 /// Schedules a judged file.
 pub fn schedule(script: &Script, options: &ScheduleOptions) -> Schedule {
+    let mut schedule = build(script, options);
+    finish(&mut schedule);
+    schedule
+}
+
+/// The units of a file with its refusals, items kept even when something is refused
+/// (so that pre-run checks can look at every unit).
+pub(crate) fn build(script: &Script, options: &ScheduleOptions) -> Schedule {
     let mut schedule = Schedule {
         items: Vec::new(),
         refusals: Vec::new(),
@@ -101,10 +115,103 @@ pub fn schedule(script: &Script, options: &ScheduleOptions) -> Schedule {
         schedule_statement(item, index, options, &mut schedule);
         index += 1;
     }
+    no_blocking_work_called_online(script, options, &mut schedule);
+    schedule
+}
+
+/// Nothing of a file with a refused statement runs: its items go.
+pub(crate) fn finish(schedule: &mut Schedule) {
     if !schedule.refusals.is_empty() {
         schedule.items.clear();
     }
-    schedule
+    schedule.refusals.sort_by_key(|r| r.statement);
+}
+
+/// Rule 5: every unit that is not copy-and-swap is checked, step by step, for work that
+/// grows with an existing relation while a lock that blocks writes is held. Such a unit
+/// is accepted as blocking when the operator named one of its tables, and refused
+/// otherwise.
+// INV: LK-6 — the one place a unit is judged online or blocking before anything runs.
+fn no_blocking_work_called_online(
+    script: &Script,
+    options: &ScheduleOptions,
+    schedule: &mut Schedule,
+) {
+    for item in &mut schedule.items {
+        let Scheduled::Unit { unit } = item else {
+            continue;
+        };
+        if unit.copy_and_swap.is_some() {
+            continue;
+        }
+        let statements: Vec<(usize, &AnalyzedStatement)> = unit
+            .statements
+            .iter()
+            .filter_map(|&i| script.statements.get(i).map(|s| (i, s)))
+            .collect();
+        let Some(step) = unit
+            .steps
+            .iter()
+            .find(|step| blocks_while_working(step, &statements))
+        else {
+            continue;
+        };
+        let accepted = statements.iter().any(|(_, s)| {
+            s.classification.locks.iter().any(|lock| {
+                options
+                    .allow_blocking
+                    .iter()
+                    .any(|t| t.matches(&lock.relation))
+            })
+        });
+        if accepted {
+            unit.accepted_blocking = true;
+            continue;
+        }
+        let Some((index, statement)) = statements
+            .iter()
+            .find(|(_, s)| s.classification.work.grows_under_lock())
+            .or(statements.first())
+        else {
+            continue;
+        };
+        schedule.refusals.push(StatementRefusal {
+            statement: *index,
+            line: statement.statement.position.line,
+            refusal: blocking_refusal(step),
+        });
+    }
+}
+
+/// Whether a step scans, builds or rewrites a relation that existed before the file,
+/// under a lock that blocks writes.
+fn blocks_while_working(step: &Step, statements: &[(usize, &AnalyzedStatement)]) -> bool {
+    step.work.grows_under_lock()
+        && step.lock.as_ref().is_some_and(|lock| {
+            lock.mode.blocks_writes()
+                && !statements
+                    .iter()
+                    .any(|(_, s)| s.new_relations.iter().any(|n| n.matches(&lock.relation)))
+        })
+}
+
+fn blocking_refusal(step: &Step) -> Refusal {
+    let (relation, mode) = step.lock.as_ref().map_or_else(
+        || (String::new(), ""),
+        |lock| (lock.relation.to_string(), lock.mode.sql_name()),
+    );
+    let what = if step.work == crate::classify::WorkClass::Rewrite {
+        "rewrites"
+    } else {
+        "scans or builds on"
+    };
+    Refusal::new(
+        RefusalCause::BlockingWork,
+        format!(
+            "this {what} {relation} under {mode}, which blocks writes for as long as the work takes, and pgshift has no online form of it; to run it as written anyway (reported as blocking, exit 3), pass --allow-blocking {}",
+            relation.trim_matches('"')
+        ),
+    )
 }
 
 /// The statements of the explicit transaction block starting at `index`.

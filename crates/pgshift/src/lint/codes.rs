@@ -75,6 +75,8 @@ codes! {
     ConstraintWithoutNotValid = "constraint-without-not-valid", Error;
     /// `SET NOT NULL` directly, which scans under ACCESS EXCLUSIVE.
     SetNotNull = "set-not-null", Error;
+    /// `ADD COLUMN … NOT NULL` with no default: it fails unless the table is empty.
+    NotNullWithoutDefault = "not-null-without-default", Error;
     /// A statement that cannot run inside a transaction block, placed in one.
     NotInTransaction = "not-in-transaction", Error;
     /// Two-phase commit in a migration.

@@ -6,6 +6,7 @@
 //! `-- pgshift:allow <code>[, <code>…]` is exempt from those codes.
 
 mod codes;
+mod recipes;
 mod statement_rules;
 mod transaction_rules;
 
@@ -96,19 +97,26 @@ pub fn lint(script: &Script) -> Vec<Finding> {
     findings
 }
 
-/// Help from a statement's route: its safer steps, or copy-and-swap.
+/// Help from a statement's route: its safer steps, or copy-and-swap (with the recipe
+/// for other runners), or the refusal's next step.
 pub(crate) fn route_help(item: &AnalyzedStatement) -> Option<Help> {
     match &item.classification.route {
-        Route::NativeSequence { steps } => Some(Help {
-            text: "run these steps instead, each committed on its own (`pgshift apply` does this for you)".to_owned(),
-            sql: steps.iter().map(|step| step.sql.clone()).collect(),
-        }),
+        Route::NativeSequence { steps } => {
+            let mut text = "run these steps instead, each committed on its own (`pgshift apply` does this for you)".to_owned();
+            if steps.iter().any(|step| !step.transactional) {
+                text.push_str("; CONCURRENTLY cannot run inside a transaction block, so with another runner put those steps in a file whose first line is `-- no-transaction` (or the runner's equivalent)");
+            }
+            Some(Help {
+                text,
+                sql: steps.iter().map(|step| step.sql.clone()).collect(),
+            })
+        }
         Route::CopyAndSwap => Some(Help {
-            text: "`pgshift apply` runs this online through copy-and-swap: a shadow table, a chunked copy kept in step with live writes, a verification pass, then a swap under a short lock".to_owned(),
+            text: "with any runner: expand and contract — add a new column, keep it in step with a trigger, backfill it in batches, then swap the names in one short transaction (`pgshift explain table-rewrite` prints the SQL); `pgshift apply` instead runs it online through copy-and-swap: a shadow table, a chunked copy kept in step with live writes, a verification pass, then a swap under a short lock".to_owned(),
             sql: Vec::new(),
         }),
         Route::Refused { refusal } => Some(Help {
-            text: refusal.message.clone(),
+            text: format!("{}; do this: {}", refusal.message, refusal.next_step),
             sql: Vec::new(),
         }),
         Route::Native => None,

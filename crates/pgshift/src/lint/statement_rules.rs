@@ -3,7 +3,7 @@
 
 use pgshift_sql::{quote_ident, QualifiedName};
 
-use super::{route_help, text_help, Code, Help, Sink};
+use super::{recipes, route_help, text_help, Code, Help, Sink};
 use crate::catalog::TriggerEnabled;
 use crate::classify::{
     Effect, LockTaken, Operation, OperationKind, WorkClass, HAS_DEFAULT_PARTITION, WHOLE_TABLE,
@@ -84,7 +84,7 @@ fn refusals(item: &AnalyzedStatement, index: usize, sink: &mut Sink<'_>) {
                 Code::NotInTransaction,
                 format!(
                     "{} cannot run inside a transaction block, and this one runs inside one (the file's or an explicit BEGIN)",
-                    item.classification.statement
+                    sql_words(item)
                 ),
                 text_help("make `-- no-transaction` the file's first line (the runner then runs each statement on its own), or move this statement to its own file"),
             );
@@ -102,18 +102,42 @@ fn heavy_work(item: &AnalyzedStatement, index: usize, sink: &mut Sink<'_>) -> bo
         let Some(table) = existing_table(item, op) else {
             continue;
         };
+        let column = op.object.as_deref().unwrap_or("");
         let found = match (op.work, op.kind) {
             (WorkClass::Rewrite, OperationKind::AddColumn)
                 if op.detail.as_deref().is_some_and(|d| d.contains("volatil")) =>
             {
-                Some((
+                let help = recipes::volatile_default_help(item, column);
+                sink.push(
+                    item,
+                    index,
                     Code::VolatileDefault,
                     format!(
                         "ADD COLUMN {} with a volatile default rewrites {table} under {}",
                         quoted(op),
                         lock_phrase(item, table)
                     ),
-                ))
+                    help.or_else(|| route_help(item)),
+                );
+                reported = true;
+                break;
+            }
+            (WorkClass::ScanUnderLock, OperationKind::AddColumn)
+                if recipes::not_null_without_default(item, column) =>
+            {
+                sink.push(
+                    item,
+                    index,
+                    Code::NotNullWithoutDefault,
+                    format!(
+                        "ADD COLUMN {} NOT NULL without a default fails unless {table} is empty: PostgreSQL rejects it when any existing row would hold NULL (and checks under {})",
+                        quoted(op),
+                        lock_phrase(item, table)
+                    ),
+                    recipes::not_null_help(item, table, column).or_else(|| route_help(item)),
+                );
+                reported = true;
+                break;
             }
             (WorkClass::Rewrite, _) => Some((
                 Code::TableRewrite,
@@ -231,6 +255,22 @@ fn detail(op: &Operation) -> String {
     text
 }
 
+/// The statement in SQL words (`CREATE INDEX CONCURRENTLY`), from its first operation,
+/// else from its kind (`create-index` → `CREATE INDEX`).
+fn sql_words(item: &AnalyzedStatement) -> String {
+    item.classification
+        .operations
+        .first()
+        .map(|op| kind_name(op.kind))
+        .filter(|words| !words.is_empty())
+        .unwrap_or_else(|| {
+            item.classification
+                .statement
+                .replace('-', " ")
+                .to_uppercase()
+        })
+}
+
 /// The operation kind in SQL-ish words (`alter-column-type` → `ALTER COLUMN TYPE`).
 fn kind_name(kind: OperationKind) -> String {
     serde_json::to_value(kind)
@@ -245,6 +285,7 @@ fn blocking_lock(item: &AnalyzedStatement, index: usize, sink: &mut Sink<'_>) {
         .classification
         .locks
         .iter()
+        .rev() // the first strongest: a relation the statement names before a related one
         .filter(|lock| lock.mode.blocks_writes() && !item.new_relations.contains(&lock.relation))
         .filter(|lock| !is_created_here(item, &lock.relation))
         .max_by_key(|lock| lock.mode);

@@ -2,7 +2,10 @@
 //! output. Renderers for people live in the CLI.
 //!
 //! Every report carries `format_version`; a field is never renamed or given a new
-//! meaning without a new version.
+//! meaning without a new version. Fields may be added within a version: version 1
+//! gained the related-relation locks (`related_locks`, and `related_to` and
+//! `index_mode` on `locks`) and the facts that name them (`related` on each relation,
+//! `objects`), all additions a reader of the earlier shape can ignore.
 
 mod apply;
 mod lint;

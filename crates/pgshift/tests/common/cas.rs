@@ -36,6 +36,34 @@ pub fn spec(db: &str) -> ConnectionSpec {
     ConnectionSpec::parse(&cluster().connection_string(db)).expect("spec")
 }
 
+/// The connection spec of `db` as `role` (the cluster trusts local connections).
+pub fn spec_as(db: &str, role: &str) -> ConnectionSpec {
+    let conninfo = cluster().connection_string(db).replace(
+        &format!("user={}", cluster().superuser()),
+        &format!("user={role}"),
+    );
+    ConnectionSpec::parse(&conninfo).expect("spec")
+}
+
+/// Starts a run of `sql` on `table` as `role` and carries it to its end.
+pub async fn run_as(
+    db: &str,
+    role: &str,
+    table: &QualifiedName,
+    sql: &str,
+    options: RunOptions,
+) -> Result<cas::RunReport, cas::CasError> {
+    let statements = pgshift_sql::parse(sql).expect("valid");
+    cas::start(
+        &spec_as(db, role),
+        &statements[0],
+        table,
+        options,
+        &mut cas::Silent,
+    )
+    .await
+}
+
 /// Starts a run of `sql` on `table` and carries it to its end.
 pub async fn run(
     db: &str,
@@ -68,6 +96,34 @@ pub async fn abort(db: &str, table: &str) -> Result<i64, cas::CasError> {
 /// One value read with psql.
 pub fn value(db: &str, sql: &str) -> String {
     cluster().psql(db, sql).expect("query").trim().to_owned()
+}
+
+/// A copy of `db` made by the server (`CREATE DATABASE … TEMPLATE`), named
+/// `{db}_{suffix}`: the oracle's side of a comparison. Retried while another session
+/// (autovacuum) is briefly connected to `db`.
+pub fn clone_database(db: &str, suffix: &str) -> String {
+    let name = format!("{db}_{suffix}");
+    for _ in 0..50 {
+        match cluster().psql("postgres", &format!("CREATE DATABASE {name} TEMPLATE {db}")) {
+            Ok(_) => return name,
+            Err(e) if e.to_string().contains("being accessed by other users") => {
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            Err(e) => panic!("cloning {db}: {e}"),
+        }
+    }
+    panic!("{db} stayed in use; it could not be cloned")
+}
+
+/// How many runs are recorded (none when the engine's run table was never created:
+/// a refusal before anything is recorded creates nothing).
+pub fn runs_recorded(db: &str) -> i64 {
+    if value(db, "SELECT to_regclass('pgshift.runs') IS NULL") == "t" {
+        return 0;
+    }
+    value(db, "SELECT count(*) FROM pgshift.runs")
+        .parse()
+        .expect("a count")
 }
 
 /// The OID of a relation, as text.
@@ -246,7 +302,10 @@ pub fn ensure_roles(db: &str, roles: &[&str]) {
 /// (`tgenabled`, `pg_get_triggerdef`, comment); each policy; publication membership
 /// (with row filter and column list from PostgreSQL 15); the sequence behind each
 /// column of the parent (name, parameters, owner, grants, comment); extended
-/// statistics (definition, target, comment).
+/// statistics (definition, target, comment). Column options leave out `pg_attver`,
+/// which Debian's PostgreSQL 15.20 assigns to every column itself (a new value on
+/// every rewrite, the native `ALTER` included), so it is no part of a table's
+/// identity that pgshift could keep.
 pub fn identity(db: &str, table: &str) -> String {
     let version = server_version(db);
     let publication = if version >= 150000 {
@@ -272,7 +331,9 @@ pub fn identity(db: &str, table: &str) -> String {
            UNION ALL SELECT format('column %s.%s %s notnull=%s default=%s generated=%s identity=%s stattarget=%s storage=%s compression=%s collation=%s options=%s comment=%s acl=%s', \
                          c.relname, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull, \
                          regexp_replace(pg_get_expr(d.adbin, d.adrelid), '\\s+', ' ', 'g'), a.attgenerated, a.attidentity, {stattarget}, \
-                         a.attstorage, a.attcompression, co.collname, a.attoptions, col_description(c.oid, a.attnum), {attacl}) \
+                         a.attstorage, a.attcompression, co.collname, \
+                         (SELECT array_agg(o ORDER BY o) FROM unnest(a.attoptions) o WHERE o NOT LIKE 'pg\\_attver=%'), \
+                         col_description(c.oid, a.attnum), {attacl}) \
              FROM tree JOIN pg_class c ON c.oid = tree.oid JOIN pg_attribute a ON a.attrelid = c.oid \
              LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum LEFT JOIN pg_collation co ON co.oid = a.attcollation \
             WHERE a.attnum > 0 AND NOT a.attisdropped \

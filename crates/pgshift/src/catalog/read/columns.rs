@@ -14,13 +14,16 @@ use crate::catalog::facts::ColumnFacts;
 
 const STEP: &str = "columns";
 
-const SQL: &str = "\
-SELECT a.attrelid, a.attnum, a.attname,
+const SQL: &str = concat!(
+    locked_cte!(),
+    "SELECT a.attrelid, a.attnum, a.attname,
        pg_catalog.format_type(a.atttypid, a.atttypmod) AS type_sql,
        a.atttypid, a.atttypmod, a.attnotnull, a.attgenerated, a.attidentity,
        t.typname, tn.nspname AS type_schema,
        e.typname AS element_name, en.nspname AS element_schema,
-       pg_catalog.pg_get_expr(d.adbin, d.adrelid) AS default_expr
+       CASE WHEN d.adbin IS NULL THEN NULL WHEN d.adrelid IN (SELECT k.relation FROM locked k) THEN ",
+    not_read!(),
+    " ELSE pg_catalog.pg_get_expr(d.adbin, d.adrelid) END AS default_expr
   FROM pg_catalog.pg_attribute a
   LEFT JOIN pg_catalog.pg_type t ON t.oid OPERATOR(pg_catalog.=) a.atttypid
   LEFT JOIN pg_catalog.pg_namespace tn ON tn.oid OPERATOR(pg_catalog.=) t.typnamespace
@@ -32,7 +35,8 @@ SELECT a.attrelid, a.attnum, a.attname,
  WHERE a.attrelid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[])
    AND a.attnum OPERATOR(pg_catalog.>) 0
    AND NOT a.attisdropped
- ORDER BY a.attrelid, a.attnum";
+ ORDER BY a.attrelid, a.attnum"
+);
 
 /// One column with its number, which keys and constraints refer to.
 #[derive(Clone, Debug)]

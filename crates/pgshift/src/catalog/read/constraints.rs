@@ -19,9 +19,12 @@ use crate::catalog::facts::{ConstraintFacts, ForeignKeyFacts, KeyFacts};
 
 const STEP: &str = "constraints";
 
-const SQL: &str = "\
-SELECT c.conrelid, c.oid, c.conname, c.contype, c.convalidated, c.conkey,
-       pg_catalog.pg_get_constraintdef(c.oid) AS definition,
+const SQL: &str = concat!(
+    locked_cte!(),
+    "SELECT c.conrelid, c.oid, c.conname, c.contype, c.convalidated, c.conkey,
+       CASE WHEN c.conrelid IN (SELECT k.relation FROM locked k) OR c.confrelid IN (SELECT k.relation FROM locked k) THEN ",
+    not_read!(),
+    " ELSE pg_catalog.pg_get_constraintdef(c.oid) END AS definition,
        pc.conrelid AS parent_conrelid,
        rn.nspname AS referencing_schema, r.relname AS referencing_name,
        fn.nspname AS referenced_schema, f.relname AS referenced_name
@@ -32,7 +35,8 @@ SELECT c.conrelid, c.oid, c.conname, c.contype, c.convalidated, c.conkey,
   LEFT JOIN pg_catalog.pg_class f ON f.oid OPERATOR(pg_catalog.=) c.confrelid
   LEFT JOIN pg_catalog.pg_namespace fn ON fn.oid OPERATOR(pg_catalog.=) f.relnamespace
  WHERE c.conrelid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[])
- ORDER BY c.conrelid, c.conname, c.oid";
+ ORDER BY c.conrelid, c.conname, c.oid"
+);
 
 /// The constraint facts of one relation.
 #[derive(Clone, Debug, Default)]

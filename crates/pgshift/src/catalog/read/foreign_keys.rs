@@ -13,9 +13,12 @@ use crate::catalog::facts::ForeignKeyFacts;
 
 const STEP: &str = "foreign keys in";
 
-const SQL: &str = "\
-SELECT c.confrelid, c.oid, c.conname, c.convalidated,
-       pg_catalog.pg_get_constraintdef(c.oid) AS definition,
+const SQL: &str = concat!(
+    locked_cte!(),
+    "SELECT c.confrelid, c.oid, c.conname, c.convalidated,
+       CASE WHEN c.conrelid IN (SELECT k.relation FROM locked k) OR c.confrelid IN (SELECT k.relation FROM locked k) THEN ",
+    not_read!(),
+    " ELSE pg_catalog.pg_get_constraintdef(c.oid) END AS definition,
        rn.nspname AS referencing_schema, r.relname AS referencing_name,
        fn.nspname AS referenced_schema, f.relname AS referenced_name
   FROM pg_catalog.pg_constraint c
@@ -26,7 +29,8 @@ SELECT c.confrelid, c.oid, c.conname, c.convalidated,
  WHERE c.contype OPERATOR(pg_catalog.=) 'f'
    AND c.confrelid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[])
    AND c.conparentid OPERATOR(pg_catalog.=) '0'::pg_catalog.oid
- ORDER BY c.confrelid, rn.nspname, r.relname, c.conname";
+ ORDER BY c.confrelid, rn.nspname, r.relname, c.conname"
+);
 
 /// Reads the foreign keys referencing `oids`, as (referenced OID, facts).
 pub(super) async fn read_incoming(

@@ -8,15 +8,19 @@ use crate::catalog::facts::IndexFacts;
 
 const STEP: &str = "indexes";
 
-const SQL: &str = "\
-SELECT x.indrelid, x.indexrelid, n.nspname, c.relname,
+const SQL: &str = concat!(
+    locked_cte!(),
+    "SELECT x.indrelid, x.indexrelid, n.nspname, c.relname,
        x.indisunique, x.indisprimary, x.indisvalid,
-       pg_catalog.pg_get_indexdef(x.indexrelid) AS definition
+       CASE WHEN x.indrelid IN (SELECT k.relation FROM locked k) OR x.indexrelid IN (SELECT k.relation FROM locked k) THEN ",
+    not_read!(),
+    " ELSE pg_catalog.pg_get_indexdef(x.indexrelid) END AS definition
   FROM pg_catalog.pg_index x
   JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) x.indexrelid
   JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
  WHERE x.indrelid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[])
- ORDER BY x.indrelid, n.nspname, c.relname";
+ ORDER BY x.indrelid, n.nspname, c.relname"
+);
 
 /// Reads the indexes of `oids`, as (table OID, facts).
 pub(super) async fn read(

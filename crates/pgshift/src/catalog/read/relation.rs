@@ -11,11 +11,14 @@ use crate::catalog::facts::{PartitionFacts, Persistence, RelationFacts, Relation
 const STEP: &str = "relation";
 const PARTITIONS_STEP: &str = "partitions";
 
-const SQL: &str = "\
-SELECT c.oid, n.nspname, c.relname, c.relkind, c.relpersistence,
+const SQL: &str = concat!(
+    locked_cte!(),
+    "SELECT c.oid, n.nspname, c.relname, c.relkind, c.relpersistence,
        pg_catalog.pg_get_userbyid(c.relowner) AS owner,
        c.relrowsecurity, c.relforcerowsecurity, c.relreplident,
-       pg_catalog.pg_get_partkeydef(c.oid) AS partition_key,
+       CASE WHEN c.relkind OPERATOR(pg_catalog.<>) 'p' THEN NULL WHEN c.oid IN (SELECT k.relation FROM locked k) THEN ",
+    not_read!(),
+    " ELSE pg_catalog.pg_get_partkeydef(c.oid) END AS partition_key,
        pn.nspname AS parent_schema, p.relname AS parent_name,
        tn.nspname AS table_schema, t.relname AS table_name
   FROM pg_catalog.pg_class c
@@ -27,17 +30,24 @@ SELECT c.oid, n.nspname, c.relname, c.relkind, c.relpersistence,
   LEFT JOIN pg_catalog.pg_index x ON x.indexrelid OPERATOR(pg_catalog.=) c.oid
   LEFT JOIN pg_catalog.pg_class t ON t.oid OPERATOR(pg_catalog.=) x.indrelid
   LEFT JOIN pg_catalog.pg_namespace tn ON tn.oid OPERATOR(pg_catalog.=) t.relnamespace
- WHERE c.oid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[])";
+ WHERE c.oid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[])"
+);
 
-const PARTITIONS_SQL: &str = "\
-SELECT i.inhparent, c.oid, n.nspname, c.relname, c.relkind,
-       pg_catalog.pg_get_expr(c.relpartbound, c.oid) AS bound
+const PARTITIONS_SQL: &str = concat!(
+    locked_cte!(),
+    "SELECT i.inhparent, c.oid, n.nspname, c.relname, c.relkind,
+       CASE WHEN c.oid IN (SELECT k.relation FROM locked k) OR i.inhparent IN (SELECT k.relation FROM locked k) THEN ",
+    not_read!(),
+    " ELSE pg_catalog.pg_get_expr(c.relpartbound, c.oid) END AS bound,
+       pt.partdefid OPERATOR(pg_catalog.=) c.oid AS is_default
   FROM pg_catalog.pg_inherits i
+  JOIN pg_catalog.pg_partitioned_table pt ON pt.partrelid OPERATOR(pg_catalog.=) i.inhparent
   JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid
   JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
  WHERE i.inhparent OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[])
    AND c.relispartition
- ORDER BY i.inhparent, n.nspname, c.relname";
+ ORDER BY i.inhparent, n.nspname, c.relname"
+);
 
 /// Reads the relations `oids` (in that order), every fact family left empty.
 pub(super) async fn read(
@@ -83,6 +93,8 @@ fn relation(fields: Fields<'_>) -> Result<RelationFacts, CatalogError> {
         owner: fields.get::<Option<String>>("owner")?.unwrap_or_default(),
         sizes: Sizes::default(),
         row_estimate: -1,
+        sizes_estimated: false,
+        locks_elsewhere: Vec::new(),
         parent: fields.optional_name("parent_schema", "parent_name")?,
         indexed_table: fields.optional_name("table_schema", "table_name")?,
         partition_key: fields.get("partition_key")?,
@@ -99,6 +111,7 @@ fn relation(fields: Fields<'_>) -> Result<RelationFacts, CatalogError> {
         rls_enabled: fields.get("relrowsecurity")?,
         rls_forced: fields.get("relforcerowsecurity")?,
         replica_identity: fields.required_char("relreplident")?,
+        related: Vec::new(),
     })
 }
 
@@ -119,7 +132,7 @@ pub(super) async fn partitions(
             fields.get("inhparent")?,
             PartitionFacts {
                 name: fields.name("nspname", "relname")?,
-                is_default: bound == "DEFAULT",
+                is_default: fields.get::<Option<bool>>("is_default")?.unwrap_or(false),
                 bound,
                 is_partitioned: fields.required_char("relkind")? == 'p',
             },

@@ -14,17 +14,21 @@ use crate::catalog::facts::{TriggerEnabled, TriggerFacts};
 
 const STEP: &str = "triggers";
 
-const SQL: &str = "\
-SELECT t.tgrelid, t.oid, t.tgname, t.tgenabled, t.tgconstraint, t.tgdeferrable,
+const SQL: &str = concat!(
+    locked_cte!(),
+    "SELECT t.tgrelid, t.oid, t.tgname, t.tgenabled, t.tgconstraint, t.tgdeferrable,
        t.tginitdeferred, t.tgparentid,
-       pg_catalog.pg_get_triggerdef(t.oid) AS definition
+       CASE WHEN t.tgrelid IN (SELECT k.relation FROM locked k) THEN ",
+    not_read!(),
+    " ELSE pg_catalog.pg_get_triggerdef(t.oid) END AS definition
   FROM pg_catalog.pg_trigger t
   LEFT JOIN pg_catalog.pg_constraint c ON c.oid OPERATOR(pg_catalog.=) t.tgconstraint
  WHERE t.tgrelid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[])
    AND (NOT t.tgisinternal
         OR (t.tgparentid OPERATOR(pg_catalog.<>) '0'::pg_catalog.oid
             AND (c.oid IS NULL OR c.contype OPERATOR(pg_catalog.=) 't')))
- ORDER BY t.tgrelid, t.tgname";
+ ORDER BY t.tgrelid, t.tgname"
+);
 
 /// Reads the user triggers of `oids`, as (relation OID, facts).
 pub(super) async fn read(

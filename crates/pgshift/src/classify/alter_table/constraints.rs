@@ -9,7 +9,7 @@ use pgshift_sql::NodeEnum;
 use crate::classify::expr::referenced_columns;
 use crate::classify::names::{constraint_name_for, range_var_name, strings};
 use crate::classify::steps::{self, StepError};
-use crate::classify::{Builder, ObjectKind, OperationKind, WorkClass};
+use crate::classify::{families, Builder, ObjectKind, OperationKind, WorkClass};
 use crate::lock::LockMode;
 use crate::refusal::RefusalCause;
 use crate::route::Step;
@@ -85,12 +85,7 @@ pub(super) fn add_constraint(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut B
         }
         ConstrType::ConstrForeign => {
             if let Some(pktable) = &constraint.pktable {
-                b.lock(
-                    &range_var_name(pktable),
-                    ObjectKind::Table,
-                    LockMode::ShareRowExclusive,
-                    false,
-                );
+                families::new_foreign_key(b, &range_var_name(pktable));
             }
             if named.conname.is_empty() {
                 let columns = strings(&constraint.fk_attrs);
@@ -145,6 +140,12 @@ pub(super) fn add_constraint(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut B
             {
                 return piece(Plan::AsWritten);
             }
+            if kind == OperationKind::AddForeignKey {
+                return match foreign_key_steps(&named, target) {
+                    Ok(steps) => piece(Plan::Sequence(steps)),
+                    Err(plan) => piece(plan),
+                };
+            }
             match not_valid_then_validate(&named, target) {
                 Ok(steps) => piece(Plan::Sequence(steps)),
                 Err(StepError(message)) => {
@@ -166,7 +167,7 @@ pub(super) fn add_constraint(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut B
                 "builds a unique index on {} under ACCESS EXCLUSIVE",
                 target.table
             ));
-            unique_via_concurrent_index(constraint, kind, target, b)
+            unique_via_concurrent_index(constraint, kind, target, b, &[])
                 .map_or_else(&piece, |steps| piece(Plan::Sequence(steps)))
         }
         OperationKind::AddExclusion => {
@@ -193,6 +194,7 @@ pub(super) fn unique_via_concurrent_index(
     kind: OperationKind,
     target: &Target<'_>,
     b: &mut Builder,
+    not_null_already: &[&str],
 ) -> Result<Vec<Step>, Plan> {
     let columns = strings(&constraint.keys);
     let column_refs: Vec<&str> = columns.iter().map(String::as_str).collect();
@@ -207,10 +209,11 @@ pub(super) fn unique_via_concurrent_index(
     let mut result = Vec::new();
     if kind == OperationKind::AddPrimaryKey {
         for column in &columns {
-            let already = target
-                .facts
-                .and_then(|facts| facts.column(column))
-                .is_some_and(|c| c.not_null);
+            let already = not_null_already.contains(&column.as_str())
+                || target
+                    .facts
+                    .and_then(|facts| facts.column(column))
+                    .is_some_and(|c| c.not_null);
             if !already {
                 result.extend(not_null_scaffold(&target.table, column));
             }
@@ -351,12 +354,7 @@ pub(super) fn validate_constraint(
         WorkClass::ConcurrentBuild,
     );
     b.reason("VALIDATE CONSTRAINT scans under SHARE UPDATE EXCLUSIVE: reads and writes continue");
-    if let Some(fk) = target
-        .facts
-        .and_then(|facts| facts.foreign_keys_out.iter().find(|fk| fk.name == cmd.name))
-    {
-        b.lock(&fk.referenced, ObjectKind::Table, LockMode::RowShare, false);
-    }
+    referenced_by(cmd, target, b, LockMode::RowShare);
     Piece {
         cmd: cmd.clone(),
         mode: LockMode::ShareUpdateExclusive,
@@ -371,20 +369,36 @@ pub(super) fn drop_constraint(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut 
         Some(&cmd.name),
         WorkClass::CatalogOnly,
     );
-    if let Some(fk) = target
-        .facts
-        .and_then(|facts| facts.foreign_keys_out.iter().find(|fk| fk.name == cmd.name))
-    {
-        b.lock(
-            &fk.referenced,
-            ObjectKind::Table,
-            LockMode::AccessExclusive,
-            false,
-        );
+    referenced_by(cmd, target, b, LockMode::AccessExclusive);
+    if cmd.behavior == 2 {
+        cascade(target, b);
     }
     Piece {
         cmd: cmd.clone(),
         mode: LockMode::AccessExclusive,
         plan: Plan::AsWritten,
+    }
+}
+
+/// The table the constraint `cmd` names references, if it is a foreign key, locked in
+/// `mode` (with its partitions): named with facts, by role without.
+fn referenced_by(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder, mode: LockMode) {
+    let Some(facts) = target.facts.filter(|_| !target.declared()) else {
+        b.related(
+            target.context,
+            crate::lock::Role::ReferencedTables,
+            crate::lock::ObjectRef::relation(&target.table),
+            ObjectKind::Table,
+            mode,
+            true,
+        );
+        return;
+    };
+    for fk in facts
+        .foreign_keys_out
+        .iter()
+        .filter(|fk| fk.name == cmd.name)
+    {
+        b.lock(&fk.referenced, ObjectKind::Table, mode, true);
     }
 }

@@ -6,7 +6,7 @@ use pgshift_sql::NodeEnum;
 use crate::catalog::RelationFacts;
 use crate::classify::names::range_var_name;
 use crate::classify::steps::{self};
-use crate::classify::{Builder, ObjectKind, OperationKind, WorkClass};
+use crate::classify::{families, Builder, ObjectKind, OperationKind, WorkClass};
 use crate::lock::LockMode;
 use crate::refusal::RefusalCause;
 
@@ -20,7 +20,6 @@ pub(super) fn partition_cmd(cmd: &AlterTableCmd) -> Option<&pgshift_sql::ast::Pa
 }
 
 pub(super) fn attach_partition(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder) -> Piece {
-    fk_targets_of(target, b);
     let partition = partition_cmd(cmd)
         .and_then(|p| p.name.as_ref())
         .map(range_var_name);
@@ -31,15 +30,11 @@ pub(super) fn attach_partition(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut
             LockMode::AccessExclusive,
             false,
         );
+        families::attached_table(b, target.context, partition);
     }
+    families::new_partition(b, target.context, &target.table);
     let default = target.facts.and_then(RelationFacts::default_partition);
     if let Some(default) = default {
-        b.lock(
-            &default.name,
-            ObjectKind::Table,
-            LockMode::AccessExclusive,
-            false,
-        );
         b.reason(format!(
             "the default partition {} is scanned under ACCESS EXCLUSIVE to prove none of its rows belong to the new partition",
             default.name
@@ -80,7 +75,7 @@ pub(super) fn detach_partition(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut
             false,
         );
     }
-    fk_targets_of(target, b);
+    families::detach_partition(b, target.context, &target.table, partition.as_ref());
     let kind = if concurrent {
         OperationKind::DetachPartitionConcurrently
     } else {

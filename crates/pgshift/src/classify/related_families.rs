@@ -1,0 +1,183 @@
+//! Related-relation locks of the catalog statements of `misc`: rules, policies,
+//! domains and publications (see `families` for the rest).
+
+use pgshift_sql::ast::{
+    AlterDomainStmt, AlterPublicationAction, AlterPublicationStmt, Node, RuleStmt,
+};
+use pgshift_sql::{NodeEnum, NodeRef, QualifiedName};
+
+use super::dml::referenced_relations;
+use super::names::{qualified_from_parts, range_var_name, strings};
+use super::{Builder, Context, ObjectKind};
+use crate::lock::{LockMode, ObjectClass, ObjectRef, Role};
+
+/// `CREATE [OR REPLACE] RULE`: ACCESS EXCLUSIVE on its table; its actions are planned,
+/// which locks the relations they write in ROW EXCLUSIVE and those they read in ACCESS
+/// SHARE.
+pub(crate) fn rule(stmt: &RuleStmt, context: &Context<'_>, b: &mut Builder) {
+    let _ = context;
+    let Some(relation) = &stmt.relation else {
+        return;
+    };
+    b.lock(
+        &range_var_name(relation),
+        ObjectKind::Table,
+        LockMode::AccessExclusive,
+        false,
+    );
+    let mut written: Vec<QualifiedName> = Vec::new();
+    for action in &stmt.actions {
+        if let Some(node) = &action.node {
+            for (inner, _, _, _) in node.nodes() {
+                let target = match inner {
+                    NodeRef::InsertStmt(s) => s.relation.as_ref(),
+                    NodeRef::UpdateStmt(s) => s.relation.as_ref(),
+                    NodeRef::DeleteStmt(s) => s.relation.as_ref(),
+                    _ => None,
+                };
+                if let Some(target) = target {
+                    let name = range_var_name(target);
+                    b.lock(&name, ObjectKind::Table, LockMode::RowExclusive, false);
+                    written.push(name);
+                }
+            }
+        }
+        for read in referenced_relations(action) {
+            if !written.contains(&read) {
+                b.lock(&read, ObjectKind::Table, LockMode::AccessShare, false);
+            }
+        }
+    }
+    if let Some(clause) = &stmt.where_clause {
+        for read in referenced_relations(clause) {
+            b.lock(&read, ObjectKind::Table, LockMode::AccessShare, false);
+        }
+    }
+}
+
+/// `CREATE/ALTER POLICY … USING (…) WITH CHECK (…)`: the relations its expressions
+/// read are opened (ACCESS SHARE) to analyse them.
+pub(crate) fn policy_expressions(expressions: &[&Option<Box<Node>>], b: &mut Builder) {
+    for expression in expressions.iter().filter_map(|e| e.as_deref()) {
+        for read in referenced_relations(expression) {
+            b.lock(&read, ObjectKind::Table, LockMode::AccessShare, false);
+        }
+    }
+}
+
+/// `ALTER DOMAIN`: adding or validating a constraint, or `SET NOT NULL`, checks every
+/// column of the domain under SHARE on each table using it.
+pub(crate) fn alter_domain(stmt: &AlterDomainStmt, context: &Context<'_>, b: &mut Builder) {
+    let Some(name) = qualified_from_parts(&strings(&stmt.type_name), 0) else {
+        return;
+    };
+    if !matches!(stmt.subtype.as_str(), "C" | "O" | "V") {
+        return;
+    }
+    b.related(
+        context,
+        Role::TablesOfType,
+        ObjectRef {
+            class: ObjectClass::Type,
+            name,
+        },
+        ObjectKind::Table,
+        LockMode::Share,
+        true,
+    );
+}
+
+/// `ALTER PUBLICATION … SET TABLE`: the tables it stops publishing are locked like the
+/// ones it adds.
+pub(crate) fn alter_publication(
+    stmt: &AlterPublicationStmt,
+    context: &Context<'_>,
+    b: &mut Builder,
+) {
+    let replaces =
+        stmt.action == AlterPublicationAction::ApSetObjects as i32 && !stmt.pubobjects.is_empty();
+    if !replaces {
+        return;
+    }
+    b.related(
+        context,
+        Role::PublicationTables,
+        ObjectRef {
+            class: ObjectClass::Publication,
+            name: QualifiedName::bare(stmt.pubname.clone()),
+        },
+        ObjectKind::Table,
+        LockMode::ShareUpdateExclusive,
+        false,
+    );
+}
+
+/// `OWNED BY table.column` in a sequence's options: the table is read (ACCESS SHARE).
+pub(crate) fn owned_by(options: &[Node], b: &mut Builder) {
+    for option in options {
+        if let Some(NodeEnum::DefElem(def)) = &option.node {
+            if def.defname != "owned_by" {
+                continue;
+            }
+            let parts = def
+                .arg
+                .as_deref()
+                .map(|arg| strings(super::names::list_items(arg)))
+                .unwrap_or_default();
+            if let Some(table) = qualified_from_parts(&parts, 1) {
+                b.lock(&table, ObjectKind::Table, LockMode::AccessShare, false);
+            }
+        }
+    }
+}
+
+/// Sequence functions called with a constant name (`nextval('s')`, `setval`,
+/// `currval`, `lastval` aside): ROW EXCLUSIVE on the sequence (ACCESS SHARE for
+/// `currval`).
+pub(crate) fn sequence_calls(node: &NodeEnum, b: &mut Builder) {
+    for (inner, _, _, _) in node.nodes() {
+        let NodeRef::FuncCall(call) = inner else {
+            continue;
+        };
+        let name = strings(&call.funcname);
+        let mode = match name.last().map(String::as_str) {
+            Some("nextval" | "setval") => LockMode::RowExclusive,
+            Some("currval") => LockMode::AccessShare,
+            _ => continue,
+        };
+        let Some(Some(NodeEnum::AConst(constant))) = call.args.first().map(|a| &a.node) else {
+            continue;
+        };
+        let Some(pgshift_sql::ast::a_const::Val::Sval(text)) = &constant.val else {
+            continue;
+        };
+        let parts: Vec<String> = text.sval.split('.').map(str::to_owned).collect();
+        if let Some(sequence) = qualified_from_parts(&parts, 0) {
+            b.lock(&sequence, ObjectKind::Sequence, mode, false);
+        }
+    }
+}
+
+/// Whether the server is at least `version_num`, or unknown (then the statement is
+/// judged as the newest server would run it, where locks were only added).
+pub(crate) fn since(context: &Context<'_>, version_num: i32) -> bool {
+    context
+        .server_version_num()
+        .is_none_or(|v| v >= version_num)
+}
+
+/// `ALTER POLICY` may re-read the policy's expressions even when it only changes its
+/// roles (seen on PostgreSQL 16 and later, and on 15 when the table's cache entry is
+/// rebuilt): ACCESS SHARE on the relations they read, on every version.
+pub(crate) fn altered_policy(context: &Context<'_>, table: &QualifiedName, b: &mut Builder) {
+    {
+        b.related(
+            context,
+            Role::PolicyRelations,
+            ObjectRef::relation(table),
+            ObjectKind::Table,
+            LockMode::AccessShare,
+            false,
+        );
+    }
+}

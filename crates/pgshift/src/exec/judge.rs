@@ -1,0 +1,205 @@
+//! The verdict on a judged file before anything runs, shared by `plan` and `apply`.
+//!
+//! [`judge`] schedules the file (the rules of [`super::schedule`], the blocking-work
+//! rule LK-6 among them), then checks what only the live database can tell about the
+//! units, in the order they would run:
+//! - a concurrent index build whose name is held by an invalid index (a failed or
+//!   interrupted build) is refused (`invalid-index-exists`, ST-2), never dropped;
+//! - a unit routed to copy-and-swap gets the checks a run makes before it records
+//!   anything (privileges, a stopped or running run on the table, what the swap cannot
+//!   carry), through [`copy_and_swap_preflight`].
+//!
+//! `plan` reports this verdict and `apply` runs only what it lets through, so the two
+//! give the same verdict on the same catalog. The checks read the catalog without a
+//! relation lock (`to_regclass`, `pg_index`, the run table), so a lock held elsewhere
+//! cannot stop them; `apply` then meets that lock within its budget.
+
+use tokio_postgres::error::SqlState;
+use tokio_postgres::Client;
+
+use super::index_guard::{regclass_under, IndexGuard};
+use super::schedule::{build, finish, Schedule, ScheduleOptions, Scheduled, StatementRefusal};
+use super::unit::Unit;
+use crate::cas::{self, CasError};
+use crate::refusal::{Refusal, RefusalCause};
+use crate::script::Script;
+use pgshift_sql::QualifiedName;
+
+/// Why the pre-run checks could not be made.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum JudgeError {
+    /// A catalog read of a check failed.
+    #[error("checking {what} before running: {message}")]
+    Read {
+        /// What was being checked.
+        what: &'static str,
+        /// The server's (or driver's) message.
+        message: String,
+    },
+}
+
+/// Schedules `script` and checks its units against the live database behind `client`
+/// (run outside any transaction block); a refusal found clears the items, as in
+/// [`super::schedule::schedule`].
+pub async fn judge(
+    client: &Client,
+    script: &Script,
+    options: &ScheduleOptions,
+    user_search_path: &[String],
+) -> Result<Schedule, JudgeError> {
+    let mut planned = build(script, options);
+    let mut search_path = user_search_path.to_vec();
+    let mut found = Vec::new();
+    for item in &planned.items {
+        match item {
+            Scheduled::SearchPath { schemas } => {
+                search_path = if schemas.is_empty() {
+                    user_search_path.to_vec()
+                } else {
+                    schemas.clone()
+                };
+            }
+            Scheduled::Unit { unit } => {
+                if let Some(refusal) = check_unit(client, unit, &search_path).await? {
+                    let statement = unit.statements.first().copied().unwrap_or(0);
+                    found.push(StatementRefusal {
+                        statement,
+                        line: script
+                            .statements
+                            .get(statement)
+                            .map_or(0, |s| s.statement.position.line),
+                        refusal,
+                    });
+                }
+            }
+            Scheduled::Setting { .. } => {}
+        }
+    }
+    planned.refusals.extend(found);
+    finish(&mut planned);
+    Ok(planned)
+}
+
+/// The refusal a unit meets before it runs, if any.
+async fn check_unit(
+    client: &Client,
+    unit: &Unit,
+    search_path: &[String],
+) -> Result<Option<Refusal>, JudgeError> {
+    if let Some(table) = &unit.copy_and_swap {
+        return copy_and_swap_preflight(client, unit, table, search_path).await;
+    }
+    for step in unit.steps.iter().filter(|step| !step.transactional) {
+        let guard = IndexGuard::for_step(client, &step.sql, search_path)
+            .await
+            .map_err(|failure| JudgeError::Read {
+                what: "the name of a concurrent index build",
+                message: failure.describe(),
+            })?;
+        let Some(guard) = guard else { continue };
+        let existing = guard
+            .find(client)
+            .await
+            .map_err(|failure| JudgeError::Read {
+                what: "an index in the way of a concurrent build",
+                message: failure.describe(),
+            })?;
+        // INV: ST-2 — an invalid index already there is reported before anything runs.
+        if let Some(existing) = existing.filter(|found| !found.valid) {
+            return Ok(Some(Refusal::new(
+                RefusalCause::InvalidIndexExists,
+                guard.in_the_way(existing.oid),
+            )));
+        }
+    }
+    Ok(None)
+}
+
+/// The copy-and-swap checks of a run on `table` that come before it records
+/// anything ([`cas::preflight_read_only`]): the role's privileges, an active (stopped
+/// or running) run on the table, what the swap cannot carry, row security, ownership
+/// of what the swap alters, the key's equality operator and free disk.
+///
+/// This is the one place where `plan` and `apply` ask copy-and-swap whether a run
+/// would start: checks added to copy-and-swap's own preflight belong here too.
+async fn copy_and_swap_preflight(
+    client: &Client,
+    unit: &Unit,
+    table: &QualifiedName,
+    search_path: &[String],
+) -> Result<Option<Refusal>, JudgeError> {
+    let Some(oid) = resolve(client, table, search_path).await? else {
+        // A table created earlier in the same input: nothing to check yet.
+        return Ok(None);
+    };
+    let sql = unit.steps.first().map_or("", |step| step.sql.as_str());
+    let parsed = pgshift_sql::parse(sql).map_err(|e| JudgeError::Read {
+        what: "the statement routed to copy-and-swap",
+        message: e.to_string(),
+    })?;
+    let Some(statement) = parsed.first() else {
+        return Ok(None);
+    };
+    let read_source = !locked_elsewhere(client, oid).await?;
+    let mut checked = cas::preflight_read_only(client, oid, statement, read_source).await;
+    if matches!(&checked, Err(CasError::Database { sqlstate: Some(code), .. })
+        if code == SqlState::LOCK_NOT_AVAILABLE.code())
+    {
+        // Locked in the meantime: the run itself meets that lock within its budget.
+        checked = cas::preflight_read_only(client, oid, statement, false).await;
+    }
+    match checked {
+        Ok(()) => Ok(None),
+        Err(CasError::Refused(refusal)) => Ok(Some(refusal)),
+        Err(error) => Err(JudgeError::Read {
+            what: "what copy-and-swap checks before a run",
+            message: error.to_string(),
+        }),
+    }
+}
+
+/// Whether another session holds or awaits ACCESS EXCLUSIVE on the table, a partition
+/// or one of their indexes: reading the source's facts would then wait, so that part of
+/// the preflight is left to the run itself (which meets the lock within its budget).
+async fn locked_elsewhere(client: &Client, oid: u32) -> Result<bool, JudgeError> {
+    const SQL: &str = "\
+WITH RECURSIVE tree(relid) AS (
+        SELECT $1::pg_catalog.oid
+        UNION ALL
+        SELECT i.inhrelid FROM tree t
+          JOIN pg_catalog.pg_inherits i ON i.inhparent OPERATOR(pg_catalog.=) t.relid
+       )
+SELECT EXISTS (
+        SELECT FROM pg_catalog.pg_locks l
+         WHERE l.locktype OPERATOR(pg_catalog.=) 'relation'
+           AND l.mode OPERATOR(pg_catalog.=) 'AccessExclusiveLock'
+           AND l.pid IS DISTINCT FROM pg_catalog.pg_backend_pid()
+           AND l.database OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database d
+                 WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+           AND (l.relation IN (SELECT t.relid FROM tree t)
+                OR l.relation IN (SELECT x.indexrelid FROM pg_catalog.pg_index x
+                                   WHERE x.indrelid IN (SELECT t.relid FROM tree t))))";
+    client
+        .query_one(SQL, &[&oid])
+        .await
+        .map(|row| row.get(0))
+        .map_err(|error| JudgeError::Read {
+            what: "locks held on a copy-and-swap table",
+            message: error.to_string(),
+        })
+}
+
+/// The OID of the table a name denotes with `search_path`, without locking it.
+async fn resolve(
+    client: &Client,
+    table: &QualifiedName,
+    search_path: &[String],
+) -> Result<Option<u32>, JudgeError> {
+    regclass_under(client, &table.to_string(), search_path)
+        .await
+        .map_err(|error| JudgeError::Read {
+            what: "the table a copy-and-swap unit rewrites",
+            message: error.to_string(),
+        })
+}

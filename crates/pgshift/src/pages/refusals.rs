@@ -1,0 +1,247 @@
+//! The page of every refusal cause. `do_this` is the line printed after every refusal
+//! of that cause.
+
+use super::{Page, PageKind};
+use crate::refusal::RefusalCause;
+
+/// The page of `cause`.
+pub fn refusal_page(cause: RefusalCause) -> Page {
+    let page = Page::builder(
+        cause.name(),
+        PageKind::Refusal {
+            class: cause.class(),
+        },
+    );
+    match cause {
+        RefusalCause::OpaqueProceduralCode => page(
+            "A `DO` block or `CALL`: its locks and effects cannot be known before it runs.",
+            "The statements a `DO` block or a procedure runs are only known when it runs, so pgshift cannot bound their locks or their work.",
+            "Running it could take any lock for any time, which is the one thing pgshift promises not to do.",
+            "Write the statements the block runs as plain SQL in the migration, then plan it again.",
+            "",
+            "pgshift never runs procedural code in a migration; `pgshift lint` reports it as `opaque-code`.",
+        ),
+        RefusalCause::UnclassifiedStatement => page(
+            "A statement form pgshift does not classify, so it cannot bound its locks.",
+            "pgshift does not know this statement form (or this use of it), so it cannot say which locks it takes, how heavy its work is, or how to run it safely.",
+            "Unknown locks can block the table for an unknown time.",
+            "Run this statement yourself, under a short `lock_timeout`, after checking in PostgreSQL's documentation which lock it takes; run the rest of the migration with pgshift.",
+            "SET lock_timeout = '2s';",
+            "pgshift runs only statements it has classified.",
+        ),
+        RefusalCause::TwoPhaseCommit => page(
+            "Transaction control pgshift does not run on behalf of a migration (`PREPARE TRANSACTION`, `COMMIT PREPARED`).",
+            "A prepared transaction outlives its session and keeps its locks until someone ends it.",
+            "A forgotten one blocks the table and holds back vacuum indefinitely.",
+            "Remove `PREPARE TRANSACTION` / `COMMIT PREPARED` from the migration and let it commit normally.",
+            "SELECT gid, prepared, owner, database FROM pg_prepared_xacts;",
+            "pgshift commits each unit itself and runs no two-phase commit.",
+        ),
+        RefusalCause::RewriteUnsupported => page(
+            "A rewrite that copy-and-swap does not carry through yet.",
+            "The statement rewrites the table, and this form of it (or something about the table) is not one copy-and-swap can carry over to a shadow table and verify.",
+            "The only other way to run it is the blocking form, which holds ACCESS EXCLUSIVE for the whole rewrite.",
+            "Rewrite by hand with the expand-and-contract recipe of `pgshift explain table-rewrite`, or run the statement yourself in a maintenance window.",
+            "",
+            "pgshift runs rewrites only through copy-and-swap, or as written when `--allow-blocking TABLE` accepts the blocking form of a rewrite it routes there.",
+        ),
+        RefusalCause::ServerTooOld => page(
+            "The statement needs a server version newer than the target's.",
+            "The statement uses a feature the connected PostgreSQL version does not have (the message names the version it needs).",
+            "PostgreSQL would reject it with a syntax or feature error.",
+            "Use the older form the message names, or upgrade the server first.",
+            "SELECT current_setting('server_version');",
+            "pgshift judges every statement against the connected server's version.",
+        ),
+        RefusalCause::TableMissing => page(
+            "The statement names a table that does not exist.",
+            "No table of that name is visible with the connection's `search_path` (or in the schema the statement names), and no earlier statement of the run creates it.",
+            "PostgreSQL would reject it with `relation … does not exist` (SQLSTATE 42P01).",
+            "Check the name, the schema and the database you connected to; create the table in an earlier migration first.",
+            "SELECT current_database(), current_setting('search_path');",
+            "pgshift reads the catalog before it runs anything, and refuses the whole file.",
+        ),
+        RefusalCause::WrongRelationKind => page(
+            "The statement names a relation of the wrong kind (for example an index where a table is expected).",
+            "The name denotes a relation, but not of the kind the statement acts on: an index, a view, a sequence or a foreign table where a table is expected.",
+            "PostgreSQL would reject it, or do something other than intended.",
+            "Name the table, or use the statement for that kind of relation (`ALTER INDEX`, `ALTER VIEW`, `ALTER SEQUENCE`).",
+            "SELECT relname, relkind FROM pg_class WHERE relname = 't';",
+            "pgshift reads each relation's kind before it runs anything.",
+        ),
+        RefusalCause::ColumnMissing => page(
+            "The statement names a column that does not exist.",
+            "The table has no column of that name (dropped columns do not count).",
+            "PostgreSQL would reject it with `column … does not exist` (SQLSTATE 42703).",
+            "Check the column name (quoted identifiers are case-sensitive), or add the column in an earlier migration first.",
+            "SELECT attname FROM pg_attribute WHERE attrelid = 't'::regclass AND attnum > 0 AND NOT attisdropped;",
+            "pgshift reads the table's columns before it runs anything.",
+        ),
+        RefusalCause::DetachConcurrentlyWithDefault => page(
+            "`DETACH PARTITION CONCURRENTLY` while the table has a default partition, which PostgreSQL does not allow.",
+            "PostgreSQL refuses `DETACH PARTITION … CONCURRENTLY` when the partitioned table has a default partition.",
+            "The statement would fail.",
+            "Detach without `CONCURRENTLY` under a short `lock_timeout` (it takes ACCESS EXCLUSIVE on the parent briefly), or detach the default partition first.",
+            "SET lock_timeout = '2s';\n\
+ALTER TABLE t DETACH PARTITION t_2024;",
+            "pgshift reads the partitions before it runs anything.",
+        ),
+        RefusalCause::NotAllowedInTransaction => page(
+            "A statement that must run outside a transaction block, placed inside one.",
+            "`CREATE INDEX CONCURRENTLY`, `REINDEX … CONCURRENTLY`, `DETACH PARTITION … CONCURRENTLY`, `VACUUM` and a few others cannot run inside a transaction block, and this one is inside an explicit `BEGIN … COMMIT` (or a file the runner wraps in one).",
+            "PostgreSQL would reject it with `… cannot run inside a transaction block` (SQLSTATE 25001).",
+            "Take the statement out of the `BEGIN … COMMIT` block, or make `-- no-transaction` the file's first line.",
+            "-- no-transaction\n\
+CREATE INDEX CONCURRENTLY t_c_idx ON t (c);",
+            "`pgshift apply` runs such a statement on its own, outside any transaction, when nothing around it needs one.",
+        ),
+        RefusalCause::NonPermanentTable => page(
+            "An unlogged or temporary table, which copy-and-swap cannot carry through (changes to it are not WAL-logged, or it is private to one session).",
+            "Copy-and-swap relies on a permanent table: its capture and copy sessions must see the same rows, and an unlogged table's changes are not WAL-logged while a temporary one is private to one session.",
+            "The rewrite could only run in its blocking form.",
+            "Run the statement yourself in a maintenance window (it holds ACCESS EXCLUSIVE for the whole rewrite), or make the table permanent first (`SET LOGGED` is itself a rewrite).",
+            "",
+            "pgshift rewrites only permanent tables online.",
+        ),
+        RefusalCause::NestedPartitioning => page(
+            "A partition that is itself partitioned, where a flow handles one level.",
+            "The per-partition flows (concurrent index builds per partition, copy-and-swap of a partitioned table) handle one level of partitioning; this table has a partition that is partitioned again.",
+            "pgshift cannot run the safer sequence for every leaf.",
+            "Run the steps per leaf partition yourself (see `pgshift explain index-on-partitioned-parent`), or apply the change to each sub-partitioned table separately.",
+            "",
+            "pgshift handles one level of partitioning.",
+        ),
+        RefusalCause::CopyAndSwapUnavailable => page(
+            "A rewrite that only copy-and-swap runs online, while copy-and-swap is not available; `--allow-blocking TABLE` runs the blocking form instead.",
+            "The statement rewrites the table, and the caller gave no connection settings for copy-and-swap (a library caller), so it cannot run online.",
+            "The only other way is the blocking form, which holds ACCESS EXCLUSIVE for the whole rewrite.",
+            "Run it with `pgshift apply` (which has copy-and-swap), or pass `--allow-blocking TABLE` to accept the blocking form.",
+            "",
+            "`pgshift apply` and `pgshift migrate` always have copy-and-swap.",
+        ),
+        RefusalCause::NotSplittable => page(
+            "A transaction block whose meaning depends on running as one transaction (`LOCK TABLE`, or data changes with schema changes) but whose statements need steps that cannot share one bounded transaction.",
+            "An explicit `BEGIN … COMMIT` holds a statement that must run as a sequence of separately committed steps (or through copy-and-swap), next to a `LOCK TABLE` or a data change that relies on everything committing together.",
+            "Splitting the block would change what it means; running it whole would hold strong locks for the entire sequence.",
+            "Move the data change (or the `LOCK TABLE` and what it protects) to a migration file of its own, and the schema changes to another.",
+            "",
+            "pgshift splits a block into bounded steps only when nothing in it depends on one transaction.",
+        ),
+        RefusalCause::LockBudgetExhausted => page(
+            "The lock a step needs could not be taken within the lock budget, on every attempt.",
+            "Each attempt waited `lock_timeout` for the lock and gave up, because another session held a conflicting lock (often a long transaction, or one left idle in a transaction); every attempt failed.",
+            "Nothing was changed by that step; waiting longer would have stalled every query queued behind the request.",
+            "Find and end the session that holds the table (the query below), or run again when it is quieter; `--lock-timeout-ms` and `--max-attempts` widen the budget.",
+            "SELECT pid, state, xact_start, left(query, 60) FROM pg_stat_activity WHERE xact_start < now() - interval '1 minute' ORDER BY xact_start;",
+            "pgshift takes every strong lock under a short lock_timeout and retries with jittered backoff; copy-and-swap's swap does the same and leaves the source untouched.",
+        ),
+        RefusalCause::InvalidIndexExists => page(
+            "An invalid index (a failed or interrupted concurrent build) already has the name a build would use; pgshift reports it and never drops it by name.",
+            "An index of that name exists but is INVALID: the leftover of a failed or interrupted `CREATE INDEX CONCURRENTLY`, by someone else or by an earlier run.",
+            "It slows every write (it is maintained) and answers no query; dropping it by name could drop someone else's build in progress.",
+            "Check that no build of it is running, then drop it concurrently and run again.",
+            "SELECT indexrelid::regclass FROM pg_index WHERE NOT indisvalid;\n\
+DROP INDEX CONCURRENTLY t_c_idx;",
+            "pgshift drops only the invalid index its own failed attempt left, after checking the name still denotes that index's OID.",
+        ),
+        RefusalCause::CutoverUnfenced => page(
+            "The capture trigger (or the fence) is missing, disabled, not `ALWAYS`, or changed (a `WHEN`, a column list, arguments, deferral) at the swap: a write could have bypassed the run, so the source stays in place.",
+            "At the swap, pgshift found that its capture trigger (or write fence) on the source was not intact, so a write may have reached the source without reaching the shadow table.",
+            "Swapping could lose that write.",
+            "Find out who changed the trigger, then abort the run (`pgshift abort TABLE`) and start it again.",
+            "",
+            "pgshift checks the capture trigger under the swap's lock and swaps only when it is intact.",
+        ),
+        RefusalCause::SchemaChanged => page(
+            "The source's shape (columns, indexes, constraints, triggers, partitions) changed while the run was copying.",
+            "Someone changed the table while copy-and-swap was copying it, so the shadow table no longer matches what the swap would replace.",
+            "Swapping would silently undo that change.",
+            "Abort the run (`pgshift abort TABLE`) and start it again; avoid other schema changes to the table while it runs.",
+            "",
+            "pgshift fingerprints the source's shape when the run starts and compares it under the swap's lock.",
+        ),
+        RefusalCause::DependentMaterializedView => page(
+            "A materialized view depends on the table; copy-and-swap does not carry it yet.",
+            "A materialized view reads the table; after a swap it would still depend on the old table, and copy-and-swap does not recreate it yet.",
+            "The view would go on reading the old table, or block the swap.",
+            "Drop the materialized view, run the change, and create the view again (its rows need a `REFRESH`).",
+            "",
+            "pgshift refuses before the copy starts.",
+        ),
+        RefusalCause::NestedDependentViews => page(
+            "A view depends on a view that depends on the table; copy-and-swap recreates only views that depend on the table directly.",
+            "Views that read the table are recreated on the new table at the swap; a view on such a view is not.",
+            "It would go on reading the old table's definition, or break.",
+            "Drop the outer views, run the change, and create them again.",
+            "",
+            "pgshift refuses before the copy starts.",
+        ),
+        RefusalCause::RunInProgress => page(
+            "The table is already being rewritten by another run.",
+            "A copy-and-swap run of this table is recorded in `pgshift.runs` and has not finished.",
+            "Two runs of one table would fight over its shadow and its swap.",
+            "Resume that run (`pgshift resume TABLE`) or abort it (`pgshift abort TABLE`); `pgshift status` lists runs.",
+            "",
+            "pgshift records each run before its work starts, so another process can resume or abort it.",
+        ),
+        RefusalCause::NoUsableKey => page(
+            "Copy-and-swap needs a primary key (or a unique, non-null key) to copy and verify in chunks; the table has none.",
+            "Copy-and-swap copies the table in key ranges and verifies each range, so it needs a key that identifies every row.",
+            "Without one, the rewrite could only run in its blocking form.",
+            "Add a primary key first (built concurrently), then run the change again.",
+            "ALTER TABLE t ADD COLUMN id bigint GENERATED ALWAYS AS IDENTITY;  -- itself a rewrite: on a large table, add and backfill a column instead\n\
+CREATE UNIQUE INDEX CONCURRENTLY t_pkey ON t (id);\n\
+ALTER TABLE t ADD CONSTRAINT t_pkey PRIMARY KEY USING INDEX t_pkey;",
+            "pgshift refuses before the copy starts.",
+        ),
+        RefusalCause::MissingPrivilege => page(
+            "The connecting role lacks a privilege copy-and-swap needs (ownership of the table, `CREATE` on the database or a schema, the engine's own schema and run table); the message names the `GRANT` that gives it.",
+            "Copy-and-swap creates a shadow table, triggers and functions, and swaps tables, which needs the table's ownership and `CREATE` where it works.",
+            "Without it, the run would fail partway.",
+            "Run the `GRANT` the message names (as the owner or a superuser), or connect as the table's owner, then run again.",
+            "",
+            "pgshift checks the privileges before a run is recorded.",
+        ),
+        RefusalCause::NullInExistingRows => page(
+            "`ADD COLUMN … NOT NULL` with no default on a table that has rows: every existing row would hold NULL, so PostgreSQL rejects it.",
+            "The new column has no default, so every existing row would hold NULL in it, which its NOT NULL forbids; the live table has rows.",
+            "PostgreSQL would fail the statement with `column … contains null values` (SQLSTATE 23502) after scanning the table under ACCESS EXCLUSIVE.",
+            "Add the column nullable, backfill it in batches, then add `CHECK (c IS NOT NULL) NOT VALID`, `VALIDATE` it and `SET NOT NULL` (`pgshift explain not-null-without-default`); or give it a constant default.",
+            "ALTER TABLE t ADD COLUMN c int;\n\
+UPDATE t SET c = 0 WHERE id >= 1 AND id < 10001 AND c IS NULL;  -- in batches\n\
+ALTER TABLE t ADD CONSTRAINT t_c_not_null CHECK (c IS NOT NULL) NOT VALID;\n\
+ALTER TABLE t VALIDATE CONSTRAINT t_c_not_null;\n\
+ALTER TABLE t ALTER COLUMN c SET NOT NULL;\n\
+ALTER TABLE t DROP CONSTRAINT t_c_not_null;",
+            "pgshift reads the table's size and row estimate before it runs anything, and refuses the file.",
+        ),
+        RefusalCause::BlockingWork => page(
+            "A step would scan, build or rewrite an existing table under a lock that blocks writes, and pgshift has no online way to run it.",
+            "The statement's work (a validating scan, an index build or a rewrite) runs under a lock that blocks writes for as long as the work takes, and neither a safer native sequence nor copy-and-swap exists for this form.",
+            "Writers queue behind the lock for the whole scan or build: on a big table, minutes of downtime.",
+            "Rewrite the change in a form pgshift runs online (the message says what it would scan or build), or accept the blocking form for that table with `--allow-blocking TABLE` in a quiet window (exit code 3 says it ran blocking).",
+            "SET lock_timeout = '2s';\nSELECT pg_size_pretty(pg_total_relation_size('t'));  -- how long the blocking form would hold its lock grows with this",
+            "pgshift never runs such a step and calls it online (LK-6): it runs only when `--allow-blocking` names its table, and then reports it as blocking.",
+        ),
+        RefusalCause::RowSecurityApplies => page(
+            "Row-level security applies to the connecting role on the table: the run's reads would see only the rows its policies show.",
+            "The table has row-level security enabled, and the connecting role is neither a superuser nor `BYPASSRLS`, and either does not own the table or the table is `FORCE`d; copy-and-swap reads the table to copy and verify it, and runs its sessions with `row_security = off`, under which PostgreSQL raises rather than filter.",
+            "Reads through a policy see part of the table; a copy and a verification that both saw the same part would agree, and the swap would drop every row they did not see.",
+            "Connect as a superuser or a `BYPASSRLS` role that owns the table, or, as the owner, turn `FORCE` off for the run and on again after it, then run again.",
+            "ALTER ROLE app_owner BYPASSRLS;  -- as a superuser\n\
+-- or, as the table's owner, for the run only:\n\
+ALTER TABLE t NO FORCE ROW LEVEL SECURITY;\n\
+-- … pgshift apply …\n\
+ALTER TABLE t FORCE ROW LEVEL SECURITY;",
+            "pgshift checks row security before a run is recorded, and again on the shadow once the statement has run on it (SE-3).",
+        ),
+        RefusalCause::InsufficientDiskSpace => page(
+            "The file system the run would write the shadow (or WAL) to has less free space than the run's estimated need.",
+            "Copy-and-swap writes a second copy of the table and its indexes (plus the WAL of that copy) before it drops the old one; pgshift measured the free space where the server lets it and found less than that need plus a margin (`PGSHIFT_DISK_MARGIN_PERCENT`).",
+            "A disk that fills during the copy stops every writer of the database, not just the run.",
+            "Free space on that file system, or move the table to a tablespace with room (`SET TABLESPACE` in the statement), then run again.",
+            "SELECT pg_size_pretty(pg_total_relation_size('t'));  -- what the copy needs, before the margin",
+            "pgshift measures free disk before a run is recorded, and says so when the server does not let it measure.",
+        ),
+    }
+}
