@@ -18,6 +18,6 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(err) => return exit::usage_error(err),
     };
-    render::style::init(&cli.output);
+    render::output_flags::init(&cli.output);
     commands::run(cli)
 }

@@ -9,6 +9,7 @@ mod findings;
 mod github;
 mod locate;
 mod migrate;
+pub mod output_flags;
 mod plan;
 mod progress;
 mod sarif;
