@@ -151,6 +151,22 @@ pub enum Command {
     Man,
 }
 
+impl Command {
+    /// Whether the command only reads and prints (nothing it runs must outlive a
+    /// closed stdout).
+    pub fn reads_only(&self) -> bool {
+        matches!(
+            self,
+            Command::Lint(_)
+                | Command::Plan(_)
+                | Command::Status(_)
+                | Command::Explain(_)
+                | Command::Completions(_)
+                | Command::Man
+        )
+    }
+}
+
 /// `pgshift explain`.
 #[derive(Debug, clap::Args)]
 pub struct ExplainArgs {

@@ -19,5 +19,8 @@ fn main() -> ExitCode {
         Err(err) => return exit::usage_error(err),
     };
     render::output_flags::init(&cli.output);
+    if cli.command.reads_only() {
+        signals::default_sigpipe();
+    }
     commands::run(cli)
 }

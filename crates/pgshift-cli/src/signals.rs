@@ -48,3 +48,15 @@ async fn next(interrupt_signal: &mut Signal, terminate: &mut Signal) -> i32 {
         _ = terminate.recv() => libc::SIGTERM,
     }
 }
+
+/// Lets a closed stdout end the process quietly, as it ends `grep` or `psql`
+/// (`pgshift lint … | head`): Rust ignores SIGPIPE, so printing to a closed pipe
+/// would otherwise panic. Only for commands that change nothing; `apply`, `migrate` and
+/// the run commands keep running when their output goes away.
+pub fn default_sigpipe() {
+    // SAFETY: setting a signal's disposition to its default is async-signal-safe and
+    // done before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}

@@ -468,3 +468,28 @@ fn the_man_page_renders_and_has_every_subcommand() {
         );
     }
 }
+
+/// `pgshift explain --list | head -1`, `pgshift man | head`: a reader that goes away
+/// ends the command quietly (SIGPIPE), never with a panic about a broken pipe.
+#[test]
+fn a_closed_stdout_ends_a_printing_command_without_a_panic() {
+    for args in [
+        &["explain", "--list"][..],
+        &["man"],
+        &["completions", "bash"],
+    ] {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_pgshift"))
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("pgshift starts");
+        // Close the read end before pgshift writes.
+        drop(child.stdout.take());
+        let output = child.wait_with_output().expect("pgshift ends");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(!stderr.contains("Broken pipe"), "{args:?}: {stderr}");
+    }
+}
