@@ -446,7 +446,10 @@ impl Case<'_> {
                 if allowance::cluster_before_15(self.shape, self.form, self.version, rejected) =>
             {
                 let now = snapshot_of(shifted, self.version, None).await?;
-                match explain(self.before, &now, &[&allowance::CLUSTER_MARKS], &mut allowed) {
+                // The rebuild's own allowances (a re-pointed key's clones) apply too.
+                let mut allowances = allowance::applicable(self.shape, self.form, self.version);
+                allowances.push(&allowance::CLUSTER_MARKS);
+                match explain(self.before, &now, &allowances, &mut allowed) {
                     None => {
                         if !allowed.contains(&allowance::CLUSTER_BEFORE_15) {
                             allowed.push(allowance::CLUSTER_BEFORE_15);
