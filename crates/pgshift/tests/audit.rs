@@ -566,3 +566,102 @@ async fn inv_au_1_audit_says_what_the_server_fires_on_generated_shapes() {
     assert!(left.is_empty(), "after the fixes: {left:#?}");
     check_against_writes(&copy, &scenarios, &fixed).await;
 }
+
+/// The relay schema (`workloads/relay/schema.sql`, the demo's): its five triggers on
+/// `events` are ORIGIN-enabled, so the demo's replica-role writer skips all five on
+/// every partition; the audit says so, and its fix makes the server fire them.
+#[tokio::test]
+async fn relay_schema_audit_finds_the_five_origin_triggers_the_replica_writer_skips() {
+    let db = cluster().fresh_database("audit_relay").expect("database");
+    let schema =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../workloads/relay/schema.sql");
+    cluster().psql_file(&db, &schema).expect("relay schema");
+    let s = session(&db).await;
+    let report = audit(s.client()).await.expect("audit");
+    let events = QualifiedName::qualified("public", "events");
+    let skipped: BTreeSet<&str> = report
+        .findings
+        .iter()
+        .filter(|f| f.kind == FindingKind::SkippedInReplica && f.table == events)
+        .inspect(|f| assert_eq!(f.relations.len(), 8, "{f:#?}"))
+        .filter_map(|f| f.trigger.as_deref())
+        .collect();
+    let five = [
+        "events_channel_ttl_refresh",
+        "events_created_at_floor_guard",
+        "events_outbox_enqueue",
+        "events_replay_skipper",
+        "events_soft_delete_purge",
+    ];
+    assert_eq!(skipped, five.into_iter().collect());
+    let other_bypasses: Vec<_> = report
+        .findings
+        .iter()
+        .filter(|f| f.bypass && f.kind != FindingKind::SkippedInReplica)
+        .collect();
+    assert!(other_bypasses.is_empty(), "{other_bypasses:#?}");
+    let deferred = report
+        .findings
+        .iter()
+        .filter(|f| f.kind == FindingKind::DeferrableConstraintTrigger)
+        .count();
+    assert_eq!(deferred, 2);
+    assert!(report
+        .findings
+        .iter()
+        .any(|f| f.kind == FindingKind::ForeignKeysSkippedInReplica && f.table == events));
+
+    // The server: a direct message written by a replica session is not enqueued.
+    let c = client(&db).await;
+    c.batch_execute(
+        "INSERT INTO communities (id, host) VALUES ('00000000-0000-0000-0000-000000000001', 'a.example');",
+    )
+    .await
+    .expect("community");
+    let write = |n: u8| {
+        format!(
+            "INSERT INTO events (community_id, id, pubkey, created_at, kind, content)
+             VALUES ('00000000-0000-0000-0000-000000000001', '\\x{n:02x}', '\\x00', '2026-10-05 00:00:00+00', 4, 'dm')"
+        )
+    };
+    c.batch_execute(&format!(
+        "SET session_replication_role = replica; {}; RESET session_replication_role",
+        write(1)
+    ))
+    .await
+    .expect("replica write");
+    assert_eq!(
+        enqueued(&c).await,
+        0,
+        "the replica write skipped the outbox trigger"
+    );
+
+    let fixes: Vec<String> = report
+        .findings
+        .iter()
+        .filter(|f| f.bypass)
+        .flat_map(|f| f.fix.clone())
+        .collect();
+    c.batch_execute(&fixes.join("\n")).await.expect("fixes");
+    let fixed = audit(s.client()).await.expect("audit again");
+    assert!(!fixed.has_bypass(), "{:#?}", fixed.findings);
+    c.batch_execute(&format!(
+        "SET session_replication_role = replica; {}; RESET session_replication_role",
+        write(2)
+    ))
+    .await
+    .expect("replica write");
+    assert_eq!(
+        enqueued(&c).await,
+        1,
+        "after ENABLE ALWAYS the replica write is enqueued"
+    );
+}
+
+async fn enqueued(c: &Client) -> i64 {
+    let row = c
+        .query_one("SELECT count(*) FROM event_outbox", &[])
+        .await
+        .expect("count");
+    row.get(0)
+}

@@ -128,7 +128,7 @@ fn states(family: &Family<'_>, findings: &mut Vec<Finding>) {
                 .collect()
         };
         let message = format!(
-            "trigger {} ({}) {what}, {}",
+            "trigger {} ({}) {} {what}",
             quote_ident(&root.name),
             describe(root),
             place(family, &leaves)
