@@ -665,3 +665,31 @@ async fn enqueued(c: &Client) -> i64 {
         .expect("count");
     row.get(0)
 }
+
+/// `docs/AUDIT.md` lists every finding kind, each under "Bypasses" exactly when it
+/// counts as one (and so makes `audit` exit 2).
+#[test]
+fn audit_docs_list_every_kind_in_its_class() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/AUDIT.md");
+    let text = std::fs::read_to_string(path).expect("docs/AUDIT.md");
+    let mut section = "";
+    let mut listed = Vec::new();
+    for line in text.lines() {
+        if let Some(heading) = line.strip_prefix("### ") {
+            section = heading;
+        }
+        if let Some(rest) = line.strip_prefix("| `") {
+            let code = rest.split('`').next().unwrap_or("").to_owned();
+            listed.push((code, section.starts_with("Bypasses")));
+        }
+    }
+    let want: Vec<(String, bool)> = FindingKind::ALL
+        .iter()
+        .map(|k| (k.code().to_owned(), k.is_bypass()))
+        .collect();
+    assert_eq!(listed, want, "docs/AUDIT.md, in FindingKind::ALL order");
+    for kind in FindingKind::ALL {
+        let json = serde_json::to_value(kind).expect("json");
+        assert_eq!(json, kind.code(), "the JSON code is the documented one");
+    }
+}
