@@ -149,6 +149,11 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Print the manual page, in roff (`pgshift man | man -l -`).
     Man,
+    /// Audit a live database's triggers (read-only): which writes skip each one
+    /// (replica sessions, partitions lacking a clone, disabled or REPLICA-only
+    /// states, partitions attached later), grouped by table, with what to do.
+    #[command(after_help = AUDIT_EXIT_CODES)]
+    Audit(AuditArgs),
 }
 
 impl Command {
@@ -496,4 +501,36 @@ pub struct MigrateArgs {
     /// The largest file read, in bytes.
     #[arg(long, default_value_t = pgshift::source::DEFAULT_MAX_FILE_BYTES, value_name = "BYTES")]
     pub max_file_bytes: u64,
+}
+
+const AUDIT_EXIT_CODES: &str = "\
+Findings that let a write bypass a trigger (exit 2):
+  missing-clone         a partition lacks the clone of a parent's row trigger
+  disabled              a trigger (or a partition's clone) is disabled
+  skipped-in-replica    ORIGIN-enabled (the default): session_replication_role =
+                        replica sessions skip it
+  replica-only          REPLICA-enabled: ordinary sessions skip it
+  parent-state-differs  a partitioned table's own entry is ORIGIN, REPLICA or
+                        disabled: partitions created or attached later copy it
+Notes (exit 0): clone-renamed, partition-only-trigger, statement-trigger-on-parent,
+deferrable-constraint-trigger, truncate-skips-delete-triggers,
+foreign-keys-skipped-in-replica. See docs/AUDIT.md.
+
+Exit codes:
+  0  no finding lets a write bypass a trigger
+  1  the command line or the connection could not be used, or the catalog could
+     not be read
+  2  some finding lets a write bypass a trigger";
+
+/// `pgshift audit`.
+#[derive(Debug, clap::Args)]
+pub struct AuditArgs {
+    /// libpq connection URL or key=value string. Without it (or PGSHIFT_URL),
+    /// DATABASE_URL; without that, the PG* variables. PG* variables fill in what a
+    /// URL leaves out.
+    #[arg(long, env = "PGSHIFT_URL", value_name = "URL", hide_env_values = true)]
+    pub url: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
 }

@@ -7,9 +7,11 @@
 //! - [`lock::LockMode`] is PostgreSQL's lock-mode lattice and conflict table.
 //! - [`refusal`] is the closed list of reasons pgshift declines a statement.
 //! - [`connect`] opens budgeted, search-path-safe sessions.
+//! - [`audit`] reads the live database's triggers and says which writes get past them.
 //! - [`pages`] explains every lint code and refusal cause (`pgshift explain`, the docs).
 #![deny(missing_docs)]
 
+pub mod audit;
 pub mod cas;
 pub mod catalog;
 pub mod classify;

@@ -1,6 +1,7 @@
 //! One module per command; each returns its exit code.
 
 pub(crate) mod apply;
+mod audit;
 mod connection;
 mod demo;
 mod demo_front_door;
@@ -34,6 +35,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Explain(args) => explain::run(&args),
         Command::Completions(args) => shell::completions(&args),
         Command::Man => shell::man(),
+        Command::Audit(args) => audit::run(&args),
     };
     ExitCode::from(code)
 }

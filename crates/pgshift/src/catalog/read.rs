@@ -79,11 +79,11 @@ mod publications;
 mod related;
 mod relation;
 mod resolve;
-mod rows;
-mod server;
+pub(crate) mod rows;
+pub(crate) mod server;
 mod sizes;
-mod transaction;
-mod triggers;
+pub(crate) mod transaction;
+pub(crate) mod triggers;
 mod views;
 
 use std::collections::HashMap;

@@ -1,5 +1,5 @@
-//! Versioned JSON reports with closed vocabularies, for machines: `lint` and `plan`
-//! output. Renderers for people live in the CLI.
+//! Versioned JSON reports with closed vocabularies, for machines: `lint`, `plan`,
+//! `apply` and `audit` output. Renderers for people live in the CLI.
 //!
 //! Every report carries `format_version`; a field is never renamed or given a new
 //! meaning without a new version. Fields may be added within a version: version 1
@@ -8,10 +8,12 @@
 //! `objects`), all additions a reader of the earlier shape can ignore.
 
 mod apply;
+mod audit;
 mod lint;
 mod plan;
 
 pub use apply::{ApplyReport, ApplySummary};
+pub use audit::{AuditReport, AuditSummary};
 pub use lint::{FindingReport, InputErrorReport, LintReport, LintSummary, LintedFile};
 pub use plan::{PlanReport, PlanSummary, PlannedFile, PlannedStatement};
 

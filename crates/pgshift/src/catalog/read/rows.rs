@@ -10,7 +10,7 @@ use tokio_postgres::{Client, Row};
 use super::error::CatalogError;
 
 /// Runs `sql` for the fact family `step`.
-pub(super) async fn query(
+pub(crate) async fn query(
     client: &Client,
     step: &'static str,
     sql: &str,
@@ -24,19 +24,19 @@ pub(super) async fn query(
 
 /// One decoded row of the query of `step`.
 #[derive(Clone, Copy)]
-pub(super) struct Fields<'a> {
+pub(crate) struct Fields<'a> {
     row: &'a Row,
     step: &'static str,
 }
 
 impl<'a> Fields<'a> {
     /// Wraps a row of the query of `step`.
-    pub(super) fn new(row: &'a Row, step: &'static str) -> Self {
+    pub(crate) fn new(row: &'a Row, step: &'static str) -> Self {
         Fields { row, step }
     }
 
     /// The column `column`, decoded as `T` (use `Option<T>` where NULL may appear).
-    pub(super) fn get<T: FromSql<'a>>(&self, column: &'static str) -> Result<T, CatalogError> {
+    pub(crate) fn get<T: FromSql<'a>>(&self, column: &'static str) -> Result<T, CatalogError> {
         self.row
             .try_get(column)
             .map_err(|source| CatalogError::Decode {
@@ -47,12 +47,12 @@ impl<'a> Fields<'a> {
     }
 
     /// A `"char"` column, `None` when it is NULL or the zero byte (`''`).
-    pub(super) fn char(&self, column: &'static str) -> Result<Option<char>, CatalogError> {
+    pub(crate) fn char(&self, column: &'static str) -> Result<Option<char>, CatalogError> {
         Ok(self.get::<Option<i8>>(column)?.and_then(char_of))
     }
 
     /// A `"char"` column that must hold a character.
-    pub(super) fn required_char(&self, column: &'static str) -> Result<char, CatalogError> {
+    pub(crate) fn required_char(&self, column: &'static str) -> Result<char, CatalogError> {
         self.char(column)?.ok_or(CatalogError::UnexpectedValue {
             step: self.step,
             what: column,
@@ -61,7 +61,7 @@ impl<'a> Fields<'a> {
 
     /// A text column computed by a `pg_get_*` function for the object `oid`: NULL
     /// means the object was dropped after the snapshot was taken.
-    pub(super) fn rendered(&self, column: &'static str, oid: u32) -> Result<String, CatalogError> {
+    pub(crate) fn rendered(&self, column: &'static str, oid: u32) -> Result<String, CatalogError> {
         self.get::<Option<String>>(column)?
             .ok_or(CatalogError::ChangedDuringRead {
                 step: self.step,
@@ -70,7 +70,7 @@ impl<'a> Fields<'a> {
     }
 
     /// A schema-qualified name from two columns.
-    pub(super) fn name(
+    pub(crate) fn name(
         &self,
         schema: &'static str,
         name: &'static str,
@@ -82,7 +82,7 @@ impl<'a> Fields<'a> {
     }
 
     /// A schema-qualified name from two nullable columns (both NULL: `None`).
-    pub(super) fn optional_name(
+    pub(crate) fn optional_name(
         &self,
         schema: &'static str,
         name: &'static str,
@@ -98,7 +98,7 @@ impl<'a> Fields<'a> {
 }
 
 /// The character of a `"char"` value, `None` for the zero byte.
-pub(super) fn char_of(value: i8) -> Option<char> {
+pub(crate) fn char_of(value: i8) -> Option<char> {
     match value.to_ne_bytes()[0] {
         0 => None,
         byte => Some(char::from(byte)),

@@ -22,9 +22,9 @@ SELECT pg_catalog.current_setting('server_version_num') AS version_num,
 
 /// What the read needs to know about the server and the session.
 #[derive(Debug)]
-pub(super) struct SessionFacts {
+pub(crate) struct SessionFacts {
     /// The server.
-    pub(super) server: ServerFacts,
+    pub(crate) server: ServerFacts,
     /// `current_user`, which `$user` in a search path stands for.
     pub(super) current_user: String,
     /// The session's temporary schema, once it has one.
@@ -32,7 +32,7 @@ pub(super) struct SessionFacts {
 }
 
 /// Reads the server facts and checks that the read owns its snapshot.
-pub(super) async fn read(client: &Client) -> Result<SessionFacts, CatalogError> {
+pub(crate) async fn read(client: &Client) -> Result<SessionFacts, CatalogError> {
     let rows = query(client, STEP, SQL, &[]).await?;
     let row = rows.first().ok_or(CatalogError::UnexpectedValue {
         step: STEP,

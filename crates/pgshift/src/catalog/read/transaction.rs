@@ -23,7 +23,7 @@ const BEGIN_SQL: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
 
 /// Opens the read's transaction, or fails with
 /// [`CatalogError::AlreadyInTransaction`] when the client is inside one.
-pub(super) async fn begin(client: &Client) -> Result<(), CatalogError> {
+pub(crate) async fn begin(client: &Client) -> Result<(), CatalogError> {
     let first = virtual_xid(client).await?;
     let second = virtual_xid(client).await?;
     if first == second {
@@ -36,7 +36,7 @@ pub(super) async fn begin(client: &Client) -> Result<(), CatalogError> {
 }
 
 /// Commits the read's transaction.
-pub(super) async fn commit(client: &Client) -> Result<(), CatalogError> {
+pub(crate) async fn commit(client: &Client) -> Result<(), CatalogError> {
     client
         .batch_execute("COMMIT")
         .await
@@ -45,7 +45,7 @@ pub(super) async fn commit(client: &Client) -> Result<(), CatalogError> {
 
 /// Rolls the read's transaction back, best effort: the error that caused the
 /// rollback says more than a failed rollback would.
-pub(super) async fn rollback(client: &Client) {
+pub(crate) async fn rollback(client: &Client) {
     let _ = client.batch_execute("ROLLBACK").await;
 }
 

@@ -42,12 +42,7 @@ pub(super) async fn read(
     let mut triggers = Vec::with_capacity(rows.len());
     for row in &rows {
         let fields = Fields::new(row, STEP);
-        let enabled = TriggerEnabled::from_char(fields.required_char("tgenabled")?).ok_or(
-            CatalogError::UnexpectedValue {
-                step: STEP,
-                what: "tgenabled",
-            },
-        )?;
+        let enabled = enabled(&fields, STEP)?;
         triggers.push((
             fields.get("tgrelid")?,
             TriggerFacts {
@@ -62,4 +57,17 @@ pub(super) async fn read(
         ));
     }
     Ok(triggers)
+}
+
+/// The `tgenabled` column of a row of the query of `step`.
+pub(crate) fn enabled(
+    fields: &Fields<'_>,
+    step: &'static str,
+) -> Result<TriggerEnabled, CatalogError> {
+    TriggerEnabled::from_char(fields.required_char("tgenabled")?).ok_or(
+        CatalogError::UnexpectedValue {
+            step,
+            what: "tgenabled",
+        },
+    )
 }
