@@ -20,6 +20,17 @@ pub enum MigrateError {
         /// The file.
         file: String,
     },
+    /// The directory's layout is mixed or ambiguous.
+    #[error(transparent)]
+    Layout(crate::layout::LayoutError),
+    /// A version the history table cannot key (Flyway's dotted versions).
+    #[error("{file}: version {version} has several parts; pgshift's history keys migrations by one integer version, so dotted Flyway versions are not applied yet (rename to V<integer>__…)")]
+    UnsupportedVersion {
+        /// The file.
+        file: String,
+        /// The version as written.
+        version: String,
+    },
     /// Two files with one version.
     #[error("version {version} is used twice: {first} and {second}")]
     DuplicateVersion {

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::directory::{check_no_gaps, scan, MigrationFile};
+use super::directory::{check_no_gaps, scan_layout, MigrationFile};
 use super::error::MigrateError;
 use super::history::{self, HistoryRow};
 use crate::connect::Session;
@@ -15,6 +15,7 @@ use crate::exec::{
     run_schedule, schedule, ApplyOptions, ApplyVerdict, Ledger, Outcome, Progress, Schedule,
     ScheduleOptions, Sessions, Sleeper,
 };
+use crate::layout::LayoutReport;
 use crate::plan::{plan, PlanInput};
 use crate::script::TransactionMode;
 
@@ -97,6 +98,8 @@ pub enum MigrateOutcome {
 pub struct MigrateVerdict {
     /// How it ended.
     pub outcome: MigrateOutcome,
+    /// The directory's layout, as detected from its file names.
+    pub layout: LayoutReport,
     /// Every file of the directory, in order.
     pub files: Vec<FileRun>,
 }
@@ -110,8 +113,9 @@ pub async fn migrate(
     sleeper: &impl Sleeper,
     progress: &mut dyn Progress,
 ) -> Result<MigrateVerdict, MigrateError> {
-    let files = scan(dir)?;
-    if !options.allow_gaps {
+    let (layout, files) = scan_layout(dir)?;
+    // Timestamp and Flyway versions are versions, not a sequence: gaps are expected.
+    if !options.allow_gaps && layout.expects_sequence() {
         check_no_gaps(&files)?;
     }
     let client = session.client();
@@ -131,6 +135,7 @@ pub async fn migrate(
         } else {
             MigrateOutcome::Done
         },
+        layout: LayoutReport::of(&layout),
         files: Vec::new(),
     };
     let mut stopped = false;
