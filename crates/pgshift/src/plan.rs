@@ -227,6 +227,15 @@ fn relation_names(
         for item in &script.statements {
             names.extend(item.classification.locks.iter().map(|l| l.relation.clone()));
             names.extend(item.classification.created_relations().cloned());
+            // A `CREATE … IF NOT EXISTS` creates nothing offline (the relation may
+            // exist): its target is looked up so the live facts say which it is.
+            names.extend(
+                item.classification
+                    .operations
+                    .iter()
+                    .filter(|op| op.kind.creates_relation())
+                    .filter_map(|op| op.table.clone()),
+            );
             for related in &item.classification.related_locks {
                 let of = &related.related_to.of;
                 if of.class == ObjectClass::Relation {
