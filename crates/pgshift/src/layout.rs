@@ -221,6 +221,29 @@ impl LayoutReport {
     }
 }
 
+/// The layout of one directory a command was given.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct InputLayout {
+    /// The directory as given.
+    pub path: String,
+    /// Its layout.
+    #[serde(flatten)]
+    pub layout: LayoutReport,
+}
+
+impl InputLayout {
+    /// The layouts of the directories among `inputs`.
+    pub fn of_inputs(inputs: &[String]) -> Vec<InputLayout> {
+        crate::source::input_layouts(inputs)
+            .into_iter()
+            .map(|(path, layout)| InputLayout {
+                path,
+                layout: LayoutReport::of(&layout),
+            })
+            .collect()
+    }
+}
+
 /// Why a directory's layout cannot be read unambiguously.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 #[non_exhaustive]

@@ -57,6 +57,9 @@ async fn run_async(args: &MigrateArgs) -> u8 {
             return exit::INPUT_ERROR;
         }
     };
+    if let Some(source) = &args.baseline {
+        return super::baseline::run(&session, args, source).await;
+    }
     let monitor = connect(&spec, &SessionBudgets::READ_ONLY_PLAN).await.ok();
     let options = MigrateOptions {
         apply: ApplyOptions {
@@ -111,11 +114,12 @@ async fn run_async(args: &MigrateArgs) -> u8 {
 }
 
 /// The exit code of an error that stopped the run before any file.
-fn error_code(err: &MigrateError) -> u8 {
+pub(super) fn error_code(err: &MigrateError) -> u8 {
     match err {
-        MigrateError::ChangedAfterApply { .. } | MigrateError::AnotherRunner { .. } => {
-            exit::FINDINGS
-        }
+        MigrateError::ChangedAfterApply { .. }
+        | MigrateError::AnotherRunner { .. }
+        | MigrateError::BaselineConflict { .. }
+        | MigrateError::SqlxMismatch { .. } => exit::FINDINGS,
         _ => exit::INPUT_ERROR,
     }
 }

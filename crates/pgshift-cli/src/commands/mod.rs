@@ -1,6 +1,7 @@
 //! One module per command; each returns its exit code.
 
 pub(crate) mod apply;
+mod baseline;
 mod connection;
 mod demo;
 mod demo_front_door;

@@ -1,6 +1,7 @@
 //! `pgshift plan`: how each statement would run against a live database.
 
 use pgshift::connect::{connect, ConnectionSpec, Session, SessionBudgets};
+use pgshift::exec::split::Split;
 use pgshift::plan::{plan, PlanError, PlanInput};
 use pgshift::report::{self, PlanReport, PlanSummary, PlannedFile, PlannedStatement};
 use pgshift::script::TransactionMode;
@@ -75,7 +76,10 @@ async fn run_async(args: &PlanArgs) -> u8 {
         args.transaction_mode.into()
     };
     let report = match plan_report(&session, plan_inputs, mode).await {
-        Ok(report) => report,
+        Ok(mut report) => {
+            report.layouts = pgshift::layout::InputLayout::of_inputs(&args.paths);
+            report
+        }
         Err(err) => {
             eprintln!("pgshift plan: {err}");
             return exit::INPUT_ERROR;
@@ -125,6 +129,7 @@ pub async fn plan_report(
                     })
                     .collect(),
                 error: None,
+                split: Split::of(&file.script, &file.schedule),
             }
         })
         .collect();
@@ -133,6 +138,7 @@ pub async fn plan_report(
         tool: report::TOOL,
         tool_version: report::TOOL_VERSION,
         command: "plan",
+        layouts: Vec::new(),
         server: Some(planned.snapshot.server.clone()),
         files,
         relations: planned.snapshot.relations.clone(),

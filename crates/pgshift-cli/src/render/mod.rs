@@ -2,6 +2,7 @@
 //! place JSON is printed.
 
 mod apply;
+mod baseline;
 mod cas_progress;
 mod cas_report;
 mod explain;
@@ -15,6 +16,7 @@ mod sarif;
 pub mod style;
 
 pub use apply::apply;
+pub use baseline::baseline;
 pub use cas_progress::{CasView, Style as ProgressStyle};
 pub use cas_report::cas_report;
 pub use explain::{list as explain_list, page as explain_page};

@@ -8,11 +8,14 @@
 //! waited for); a failed file stops the run and is resumed from its first unit that
 //! did not commit when the run is repeated.
 
+pub mod baseline;
 pub mod directory;
 pub mod error;
 pub mod history;
 pub mod runner;
+pub mod sqlx;
 
+pub use baseline::{baseline, BaselineSource, BaselineStatus, BaselineVerdict};
 pub use directory::{scan, MigrationFile};
 pub use error::MigrateError;
 pub use runner::{migrate, FileRun, FileStatus, MigrateOptions, MigrateOutcome, MigrateVerdict};

@@ -11,6 +11,7 @@ use super::directory::{check_no_gaps, scan_layout, MigrationFile};
 use super::error::MigrateError;
 use super::history::{self, HistoryRow};
 use crate::connect::Session;
+use crate::exec::split::Split;
 use crate::exec::{
     run_schedule, schedule, ApplyOptions, ApplyVerdict, Ledger, Outcome, Progress, Schedule,
     ScheduleOptions, Sessions, Sleeper,
@@ -75,6 +76,10 @@ pub struct FileRun {
     pub verdict: Option<ApplyVerdict>,
     /// A problem with the file itself (unreadable, unparsable).
     pub error: Option<String>,
+    /// When pgshift runs the file as more units than its runner had transactions.
+    pub split: Option<Split>,
+    /// How the file was recorded without being run (`--baseline`), when it was.
+    pub baselined: Option<String>,
 }
 
 /// How a run ended.
@@ -151,6 +156,8 @@ pub async fn migrate(
             schedule: None,
             verdict: None,
             error: None,
+            split: None,
+            baselined: None,
         };
         if stopped {
             verdict.files.push(run);
@@ -179,6 +186,7 @@ pub async fn migrate(
             }
             if row.outcome == "done" {
                 run.status = FileStatus::AlreadyApplied;
+                run.baselined = row.baselined.clone();
                 verdict.files.push(run);
                 continue;
             }
@@ -259,7 +267,10 @@ async fn run_file(
             notes: Vec::new(),
         },
         None => match plan_file(session, file, bytes, options).await? {
-            Ok(planned) => planned,
+            Ok((planned, split)) => {
+                run.split = split;
+                planned
+            }
             Err(message) => {
                 run.status = FileStatus::Failed;
                 run.error = Some(message);
@@ -364,13 +375,14 @@ fn sessions<'a>(session: &'a Session, monitor: Option<&'a Session>) -> Sessions<
     }
 }
 
-/// Parses and plans a file; `Ok(Err(message))` when the file itself is unusable.
+/// Parses and plans a file, with its split when pgshift runs it as more units than
+/// its runner had transactions; `Ok(Err(message))` when the file itself is unusable.
 async fn plan_file(
     session: &Session,
     file: &MigrationFile,
     bytes: &[u8],
     options: &MigrateOptions,
-) -> Result<Result<Schedule, String>, MigrateError> {
+) -> Result<Result<(Schedule, Option<Split>), String>, MigrateError> {
     if bytes.len() as u64 > options.max_file_bytes {
         return Ok(Err(format!(
             "{} bytes is larger than the {}-byte limit",
@@ -403,13 +415,15 @@ async fn plan_file(
     let Some(script) = planned.files.first().map(|f| &f.script) else {
         return Ok(Err("nothing to plan".to_owned()));
     };
-    Ok(Ok(schedule(
+    let planned = schedule(
         script,
         &ScheduleOptions {
             allow_blocking: options.apply.allow_blocking.clone(),
             copy_and_swap: options.apply.copy_and_swap.is_some(),
         },
-    )))
+    );
+    let split = Split::of(script, &planned);
+    Ok(Ok((planned, split)))
 }
 
 fn failure_text(verdict: &ApplyVerdict) -> String {
