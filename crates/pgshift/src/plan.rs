@@ -133,13 +133,17 @@ pub async fn plan_with(
         for item in &script.statements {
             created_in_run.extend(item.classification.created_relations().cloned());
         }
-        let schedule = judge(
+        let mut schedule = judge(
             session.client(),
             &script,
             &schedule_options,
             session.user_search_path(),
         )
         .await?;
+        if let Some(refusal) = crate::exec::split::lock_table_lost(&script, &schedule) {
+            schedule.refusals.push(refusal);
+            crate::exec::schedule::finish(&mut schedule);
+        }
         fold(&mut script, &schedule, &snapshot);
         files.push(PlannedFile {
             path: input.path,

@@ -360,3 +360,31 @@ async fn create_table_if_not_exists_is_judged_against_the_live_table() {
         script.statements[1].classification.route
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_refuses_a_lock_table_that_its_split_would_release_early() {
+    let db = database(
+        "lock_lost",
+        "CREATE TABLE ledgers (id bigint PRIMARY KEY, currency text); INSERT INTO ledgers VALUES (1, NULL);",
+    );
+    let dir = temp_dir("lock_lost");
+    std::fs::write(
+        dir.join("0001_currency_required.sql"),
+        "LOCK TABLE ledgers IN SHARE MODE;\nUPDATE ledgers SET currency = 'EUR' WHERE currency IS NULL;\nALTER TABLE ledgers ALTER COLUMN currency SET NOT NULL;\n",
+    )
+    .expect("write");
+    let verdict = run_migrate(&db, &dir, &migrate_options())
+        .await
+        .expect("judged");
+    assert_eq!(verdict.outcome, MigrateOutcome::Refused, "{verdict:#?}");
+    let schedule = verdict.files[0].schedule.as_ref().expect("schedule");
+    assert_eq!(
+        schedule.refusals[0].refusal.cause,
+        pgshift::refusal::RefusalCause::NotSplittable
+    );
+    assert_eq!(
+        psql(&db, "SELECT count(*) FROM ledgers WHERE currency IS NULL"),
+        "1",
+        "nothing ran"
+    );
+}

@@ -9,8 +9,9 @@
 
 use serde::Serialize;
 
-use super::schedule::{Schedule, Scheduled};
-use crate::classify::TransactionUse;
+use super::schedule::{Schedule, Scheduled, StatementRefusal};
+use crate::classify::{OperationKind, TransactionUse};
+use crate::refusal::{Refusal, RefusalCause};
 use crate::script::{transaction_mode_for, Script, TransactionMode};
 
 /// A file that runs as more units than it had transactions under its runner.
@@ -110,6 +111,40 @@ impl Split {
     }
 }
 
+/// A `LOCK TABLE` that the project's runner held to the end of the file (its one
+/// transaction) but that pgshift's split would release at the end of its own unit,
+/// leaving the statements after it unprotected: refused, the same rule as for a
+/// `LOCK TABLE` in an explicit block that must be split (`not-splittable`).
+// INV: RF-4 — a split never drops a LOCK TABLE's protection of the statements after it.
+pub fn lock_table_lost(script: &Script, schedule: &Schedule) -> Option<StatementRefusal> {
+    let split = Split::of(script, schedule)?;
+    if split.runner_mode != TransactionMode::File {
+        return None;
+    }
+    let last = script.statements.len().checked_sub(1)?;
+    let (index, item) = script.statements.iter().enumerate().find(|(i, s)| {
+        *i < last
+            && s.transaction
+                .is_none_or(|t| !script.transactions[t].explicit)
+            && s.classification
+                .operations
+                .iter()
+                .any(|op| op.kind == OperationKind::LockTable)
+    })?;
+    let line = item.statement.position.line;
+    Some(StatementRefusal {
+        statement: index,
+        line,
+        refusal: Refusal::new(
+            RefusalCause::NotSplittable,
+            format!(
+                "under its migration runner this file is one transaction, so the LOCK TABLE at line {line} protects every statement after it until the end of the file; pgshift {}, and the lock would end with its own. Move the LOCK TABLE and what it protects into an explicit BEGIN … COMMIT of their own (or their own file), and the rest elsewhere",
+                split.describe().split(';').next().unwrap_or("splits it")
+            ),
+        ),
+    })
+}
+
 fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
@@ -145,6 +180,39 @@ mod tests {
         assert!(s
             .describe()
             .ends_with("under its runner it was 1 transaction"));
+    }
+
+    fn lock_lost(sql: &str) -> Option<StatementRefusal> {
+        let statements = pgshift_sql::parse(sql).expect("valid");
+        let script = analyze(statements, TransactionMode::Statement, Knowledge::offline());
+        let options = ScheduleOptions {
+            allow_blocking: Vec::new(),
+            copy_and_swap: true,
+        };
+        lock_table_lost(&script, &schedule(&script, &options))
+    }
+
+    #[test]
+    fn inv_rf_4_a_lock_table_the_split_would_release_early_is_refused() {
+        let refused = lock_lost(
+            "LOCK TABLE t IN SHARE MODE;\nUPDATE t SET c = 0 WHERE c IS NULL;\nALTER TABLE t ALTER COLUMN c SET NOT NULL;",
+        )
+        .expect("refused");
+        assert_eq!(refused.refusal.cause, RefusalCause::NotSplittable);
+        assert_eq!(refused.line, 1);
+        // In an explicit block of its own, or opted out of the runner's transaction,
+        // or last in the file, there is nothing it stops protecting.
+        assert!(lock_lost(
+            "BEGIN;\nLOCK TABLE t IN SHARE MODE;\nUPDATE t SET c = 0;\nCOMMIT;\nALTER TABLE t ADD COLUMN d int;"
+        )
+        .is_none());
+        assert!(lock_lost(
+            "-- no-transaction\nLOCK TABLE t IN SHARE MODE;\nALTER TABLE t ALTER COLUMN c SET NOT NULL;"
+        )
+        .is_none());
+        assert!(
+            lock_lost("ALTER TABLE t ADD COLUMN d int;\nLOCK TABLE t IN SHARE MODE;").is_none()
+        );
     }
 
     #[test]
