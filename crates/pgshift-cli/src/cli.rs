@@ -425,7 +425,8 @@ pub struct MigrateArgs {
     /// Plan the pending files and print the plan; write nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Accept gaps in the version numbers (for example timestamp versions).
+    /// Accept gaps in sequential version numbers (timestamp and Flyway versions are
+    /// never checked for gaps).
     #[arg(long)]
     pub allow_gaps: bool,
     /// Apply a pending file even if a newer version is already applied.

@@ -150,6 +150,27 @@ fn plan_and_migrate_say_the_layout_the_split_and_the_baseline() {
         sqlx.stdout
     );
 
+    let dry = pgshift(&[
+        "migrate",
+        "--url",
+        &url,
+        "--dry-run",
+        "--format",
+        "json",
+        SQLX,
+    ]);
+    assert_eq!(dry.code, 0, "{}{}", dry.stdout, dry.stderr);
+    let report = json(&dry.stdout);
+    assert_eq!(report["verdict"]["layout"]["kind"], "timestamp");
+    assert_eq!(
+        report["verdict"]["files"][0]["baselined"],
+        "--baseline 20240101120000"
+    );
+    assert_eq!(
+        report["verdict"]["files"][2]["split"]["runner_transactions"], 1,
+        "{}",
+        dry.stdout
+    );
     let run = pgshift(&["migrate", "--url", &url, SQLX]);
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
     assert!(

@@ -1,8 +1,9 @@
 //! `pgshift migrate`: a migrations directory applied in order, each file through the
 //! engine, with a history table in the engine-owned schema `pgshift`.
 //!
-//! Rules (see `docs/EXECUTION.md`): files are `NNNN_name.sql`, ordered by version; a
-//! duplicate version, a gap (unless allowed) or a pending file older than an applied
+//! Rules (see `docs/EXECUTION.md`): files are named in one of the layouts of
+//! [`crate::layout`], ordered by version; a duplicate version, a gap in sequential
+//! numbers (unless allowed) or a pending file older than an applied
 //! one (unless allowed) stops the run before anything happens; an applied file whose
 //! checksum changed is refused; one runner at a time (a session advisory lock, not
 //! waited for); a failed file stops the run and is resumed from its first unit that
