@@ -150,6 +150,25 @@ fn plan_and_migrate_say_the_layout_the_split_and_the_baseline() {
         sqlx.stdout
     );
 
+    // The second file, applied by the other runner too, then baselined: the dry run
+    // plans the third against the schema it will meet.
+    cluster
+        .psql_file(
+            &db,
+            common::workspace_root()
+                .join(SQLX)
+                .join("20240215083000_ledgers_add_currency.up.sql"),
+        )
+        .expect("the second file");
+    let second = pgshift(&[
+        "migrate",
+        "--url",
+        &url,
+        "--baseline",
+        "20240215083000",
+        SQLX,
+    ]);
+    assert_eq!(second.code, 0, "{}{}", second.stdout, second.stderr);
     let dry = pgshift(&[
         "migrate",
         "--url",
