@@ -479,12 +479,20 @@ pub struct MigrateArgs {
     /// Plan the pending files and print the plan; write nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Accept gaps in the version numbers (for example timestamp versions).
+    /// Accept gaps in sequential version numbers (timestamp and Flyway versions are
+    /// never checked for gaps).
     #[arg(long)]
     pub allow_gaps: bool,
     /// Apply a pending file even if a newer version is already applied.
     #[arg(long)]
     pub allow_out_of_order: bool,
+    /// Adopt pgshift on a database another runner migrated: record files as applied
+    /// without running them, with their checksums. `VERSION`: every file up to it;
+    /// `sqlx`: the versions sqlx's `_sqlx_migrations` records as successful, each
+    /// checked against its file's SHA-384. Nothing else runs; `migrate` then continues
+    /// with the files after them. With `--dry-run`, says what it would record.
+    #[arg(long, value_name = "VERSION|sqlx", value_parser = parse_baseline)]
+    pub baseline: Option<pgshift::migrate::BaselineSource>,
     /// Run the blocking form of a rewrite on this table (repeatable). Refused when
     /// no pending file touches the table.
     #[arg(long, value_name = "TABLE", value_parser = crate::table_arg::parse)]
@@ -501,6 +509,17 @@ pub struct MigrateArgs {
     /// The largest file read, in bytes.
     #[arg(long, default_value_t = pgshift::source::DEFAULT_MAX_FILE_BYTES, value_name = "BYTES")]
     pub max_file_bytes: u64,
+}
+
+/// `--baseline VERSION` or `--baseline sqlx`.
+fn parse_baseline(value: &str) -> Result<pgshift::migrate::BaselineSource, String> {
+    if value.eq_ignore_ascii_case("sqlx") {
+        return Ok(pgshift::migrate::BaselineSource::Sqlx);
+    }
+    value
+        .parse::<i64>()
+        .map(pgshift::migrate::BaselineSource::UpTo)
+        .map_err(|_| format!("{value:?} is neither a version number nor `sqlx`"))
 }
 
 const AUDIT_EXIT_CODES: &str = "\

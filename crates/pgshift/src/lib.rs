@@ -17,6 +17,7 @@ pub mod catalog;
 pub mod classify;
 pub mod connect;
 pub mod exec;
+pub mod layout;
 pub mod lint;
 pub mod lock;
 pub mod migrate;

@@ -133,13 +133,17 @@ pub async fn plan_with(
         for item in &script.statements {
             created_in_run.extend(item.classification.created_relations().cloned());
         }
-        let schedule = judge(
+        let mut schedule = judge(
             session.client(),
             &script,
             &schedule_options,
             session.user_search_path(),
         )
         .await?;
+        if let Some(refusal) = crate::exec::split::lock_table_lost(&script, &schedule) {
+            schedule.refusals.push(refusal);
+            crate::exec::schedule::finish(&mut schedule);
+        }
         fold(&mut script, &schedule, &snapshot);
         files.push(PlannedFile {
             path: input.path,
@@ -227,6 +231,15 @@ fn relation_names(
         for item in &script.statements {
             names.extend(item.classification.locks.iter().map(|l| l.relation.clone()));
             names.extend(item.classification.created_relations().cloned());
+            // A `CREATE … IF NOT EXISTS` creates nothing offline (the relation may
+            // exist): its target is looked up so the live facts say which it is.
+            names.extend(
+                item.classification
+                    .operations
+                    .iter()
+                    .filter(|op| op.kind.creates_relation())
+                    .filter_map(|op| op.table.clone()),
+            );
             for related in &item.classification.related_locks {
                 let of = &related.related_to.of;
                 if of.class == ObjectClass::Relation {

@@ -455,6 +455,42 @@ mod tests {
     }
 
     #[test]
+    fn create_table_if_not_exists_is_not_assumed_new_offline() {
+        for create in [
+            "CREATE TABLE IF NOT EXISTS t (a int)",
+            "CREATE TABLE IF NOT EXISTS t AS SELECT 1 AS a",
+            "CREATE SEQUENCE IF NOT EXISTS t",
+        ] {
+            let s = script(
+                &format!("{create};\nCREATE INDEX i ON t (a);"),
+                TransactionMode::File,
+            );
+            assert!(s.statements[1].new_relations.is_empty(), "{create}");
+            let held: Vec<&str> = s.transactions[0]
+                .locks
+                .iter()
+                .map(|l| l.relation.name.as_str())
+                .collect();
+            assert!(held.contains(&"t"), "{create}: {held:?}");
+            assert!(s.statements[0]
+                .classification
+                .reasons
+                .iter()
+                .any(|r| r.contains("may already exist")));
+        }
+        // Without IF NOT EXISTS the table is new, and so it stays when a later
+        // statement repeats it with IF NOT EXISTS.
+        let s = script(
+            "CREATE TABLE t (a int);\nCREATE TABLE IF NOT EXISTS t (a int);\nCREATE INDEX i ON t (a);",
+            TransactionMode::File,
+        );
+        assert_eq!(
+            s.statements[2].new_relations,
+            vec![QualifiedName::bare("t")]
+        );
+    }
+
+    #[test]
     fn no_transaction_marker_switches_mode() {
         let statements =
             pgshift_sql::parse("-- no-transaction\nCREATE INDEX CONCURRENTLY i ON t (a);")

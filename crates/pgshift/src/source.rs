@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
+use crate::layout::{self, Layout, LayoutError};
 use pgshift_sql::{LineIndex, Position};
 
 /// The largest input file read by default (16 MiB): migration files are far
@@ -66,6 +67,14 @@ pub enum SourceError {
         /// The path.
         path: String,
     },
+    /// A directory whose migration layout is mixed or ambiguous.
+    #[error("{path}: {source}")]
+    Layout {
+        /// The directory.
+        path: String,
+        /// What was found.
+        source: LayoutError,
+    },
 }
 
 impl SourceError {
@@ -84,36 +93,48 @@ pub fn migration_number(file_name: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
-/// The `.sql` files of a directory in migration order: by leading number, then by
-/// name; files without a leading number come last, by name.
-pub fn migration_files(dir: &Path) -> Result<Vec<PathBuf>, SourceError> {
+/// The layout of a migrations directory (see [`crate::layout`]).
+pub fn directory_layout(dir: &Path) -> Result<Layout, SourceError> {
     let display = dir.display().to_string();
-    let entries = fs::read_dir(dir).map_err(|source| SourceError::Io {
-        path: display.clone(),
-        source,
-    })?;
-    let mut files: Vec<(Option<u64>, String, PathBuf)> = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(|source| SourceError::Io {
-            path: display.clone(),
+    match layout::detect(dir) {
+        Err(source) => Err(SourceError::Io {
+            path: display,
             source,
-        })?;
-        let path = entry.path();
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if path.is_file() && name.ends_with(".sql") {
-            files.push((migration_number(&name), name, path));
-        }
+        }),
+        Ok(Err(source)) => Err(SourceError::Layout {
+            path: display,
+            source,
+        }),
+        Ok(Ok(layout)) => Ok(layout),
     }
+}
+
+/// The forward `.sql` files of a directory in migration order, as its layout reads
+/// them: by version, then by name; files without a version come last, by name; the
+/// `.down.sql` half of a reversible pair and Flyway undo files are never listed.
+pub fn migration_files(dir: &Path) -> Result<Vec<PathBuf>, SourceError> {
+    let files = directory_layout(dir)?.forward_paths();
     if files.is_empty() {
-        return Err(SourceError::EmptyDirectory { path: display });
+        return Err(SourceError::EmptyDirectory {
+            path: dir.display().to_string(),
+        });
     }
-    files.sort_by(|a, b| match (a.0, b.0) {
-        (Some(x), Some(y)) => x.cmp(&y).then_with(|| a.1.cmp(&b.1)),
-        (Some(_), None) => std::cmp::Ordering::Less,
-        (None, Some(_)) => std::cmp::Ordering::Greater,
-        (None, None) => a.1.cmp(&b.1),
-    });
-    Ok(files.into_iter().map(|(_, _, path)| path).collect())
+    Ok(files)
+}
+
+/// The layout of every directory among the inputs a user named, for reports
+/// (`lint`, `plan`); directories whose layout is an error are left out (the error is
+/// reported with the inputs).
+pub fn input_layouts(inputs: &[String]) -> Vec<(String, Layout)> {
+    inputs
+        .iter()
+        .filter(|input| Path::new(input).is_dir())
+        .filter_map(|input| {
+            directory_layout(Path::new(input))
+                .ok()
+                .map(|layout| (input.clone(), layout))
+        })
+        .collect()
 }
 
 /// Expands the inputs a user named (files, directories, `-` for stdin) into the

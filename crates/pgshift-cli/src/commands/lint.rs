@@ -17,11 +17,18 @@ pub fn run(args: &LintArgs) -> u8 {
         tool: report::TOOL,
         tool_version: report::TOOL_VERSION,
         command: "lint",
+        layouts: pgshift::layout::InputLayout::of_inputs(&args.paths),
         files: Vec::new(),
         findings: Vec::new(),
         summary: LintSummary::default(),
     };
     let mut text = String::new();
+    for layout in &report.layouts {
+        text.push_str(&format!(
+            "{}: layout: {}\n",
+            layout.path, layout.layout.description
+        ));
+    }
     let mut declared = DeclaredSchema::new();
     for input in inputs::load_schema(&args.schema, args.max_file_bytes) {
         match input {

@@ -40,6 +40,9 @@ async fn run_async(args: &MigrateArgs) -> Result<u8, CliError> {
         .map_err(|err| CliError::new("invalid-budget", err.to_string()))?;
     let spec = super::spec(args.url.as_deref())?;
     let session = super::session(&spec, &APPLY_SESSION).await?;
+    if let Some(source) = &args.baseline {
+        return Ok(super::baseline::run(&session, args, source).await);
+    }
     let monitor = super::session(&spec, &SessionBudgets::READ_ONLY_PLAN)
         .await
         .ok();
@@ -99,7 +102,7 @@ fn exit_code(outcome: MigrateOutcome) -> u8 {
 }
 
 /// The error document of a run that stopped before any file.
-fn error(err: &MigrateError) -> CliError {
+pub(super) fn error(err: &MigrateError) -> CliError {
     let message = err.to_string();
     match err {
         MigrateError::ChangedAfterApply { .. } => CliError::new("changed-after-apply", message)
@@ -111,7 +114,16 @@ fn error(err: &MigrateError) -> CliError {
         MigrateError::AllowBlockingUnused { .. } => CliError::new("allow-blocking-unused", message)
             .hint("name a table the pending files lock (`table` or `schema.table`), or drop the flag"),
         MigrateError::Directory { .. } => CliError::new("input-unreadable", message),
-        MigrateError::Unnumbered { .. }
+        MigrateError::BaselineConflict { .. } => CliError::new("baseline-conflict", message)
+            .exit(exit::FINDINGS)
+            .hint("the history already records that version differently: check pgshift.migrations before baselining"),
+        MigrateError::SqlxMismatch { .. } => CliError::new("sqlx-mismatch", message)
+            .exit(exit::FINDINGS)
+            .hint("make the files match what sqlx applied (or baseline up to a version with --baseline VERSION), then run again"),
+        MigrateError::Layout(_)
+        | MigrateError::UnsupportedVersion { .. }
+        | MigrateError::BaselineVersionUnknown { .. }
+        | MigrateError::Unnumbered { .. }
         | MigrateError::DuplicateVersion { .. }
         | MigrateError::Gap { .. }
         | MigrateError::OutOfOrder { .. } => CliError::new("migrations-directory", message),

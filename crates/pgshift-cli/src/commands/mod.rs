@@ -2,6 +2,7 @@
 
 pub(crate) mod apply;
 mod audit;
+mod baseline;
 mod connection;
 mod demo;
 mod demo_front_door;

@@ -3,6 +3,7 @@
 use pgshift::cas::RunOptions;
 use pgshift::connect::{Session, SessionBudgets};
 use pgshift::exec::cas_locks::cas_locks;
+use pgshift::exec::split::Split;
 use pgshift::plan::{plan, PlanError, PlanInput};
 use pgshift::report::{self, PlanReport, PlanSummary, PlannedFile, PlannedStatement};
 use pgshift::script::TransactionMode;
@@ -70,9 +71,10 @@ async fn run_async(args: &PlanArgs) -> Result<u8, CliError> {
     } else {
         args.transaction_mode.into()
     };
-    let report = plan_report(&session, plan_inputs, mode, &args.cas.options())
+    let mut report = plan_report(&session, plan_inputs, mode, &args.cas.options())
         .await
         .map_err(|err| CliError::new("plan-failed", err.to_string()))?;
+    report.layouts = pgshift::layout::InputLayout::of_inputs(&args.paths);
     match args.format {
         Format::Json => render::print_json(&report),
         Format::Text => print!("{}", render::plan(&report, &spec.redacted())),
@@ -126,6 +128,7 @@ pub async fn plan_report(
                     })
                     .collect(),
                 error: None,
+                split: Split::of(&file.script, &file.schedule),
             }
         })
         .collect();
@@ -134,6 +137,7 @@ pub async fn plan_report(
         tool: report::TOOL,
         tool_version: report::TOOL_VERSION,
         command: "plan",
+        layouts: Vec::new(),
         server: Some(planned.snapshot.server.clone()),
         files,
         relations: planned.snapshot.relations.clone(),

@@ -10,10 +10,14 @@ use super::style::{paint, Tone};
 /// The verdict as text.
 pub fn migrate(verdict: &MigrateVerdict) -> String {
     let mut out = String::new();
+    let _ = writeln!(out, "layout: {}", verdict.layout.description);
     for file in &verdict.files {
         let label = format!("{:>4} {}", file.version, file.name);
         let detail = match file.status {
-            FileStatus::AlreadyApplied => "already applied".to_owned(),
+            FileStatus::AlreadyApplied => match &file.baselined {
+                Some(how) => format!("already applied (baselined: {how}; not run by pgshift)"),
+                None => "already applied".to_owned(),
+            },
             FileStatus::NotRun => "not run".to_owned(),
             FileStatus::Planned => {
                 let units = file.schedule.as_ref().map_or(0, |s| {
@@ -64,6 +68,9 @@ pub fn migrate(verdict: &MigrateVerdict) -> String {
             },
         };
         let _ = writeln!(out, "{label:<48} {detail}");
+        if let Some(split) = &file.split {
+            let _ = writeln!(out, "      {}", split.describe());
+        }
         if let Some(schedule) = &file.schedule {
             for refusal in &schedule.refusals {
                 let _ = writeln!(

@@ -3,6 +3,7 @@
 
 mod apply;
 mod audit;
+mod baseline;
 mod cas_progress;
 mod cas_report;
 mod explain;
@@ -18,6 +19,7 @@ pub mod style;
 
 pub use apply::apply;
 pub use audit::audit;
+pub use baseline::baseline;
 pub use cas_progress::{CasView, Style as ProgressStyle};
 pub use cas_report::cas_report;
 pub use explain::{list as explain_list, page as explain_page};

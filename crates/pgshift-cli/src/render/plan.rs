@@ -19,8 +19,18 @@ pub fn plan(report: &PlanReport, target: &str) -> String {
     if let Some(server) = &report.server {
         let _ = writeln!(out, "Plan against PostgreSQL {} ({target})", server.version);
     }
+    for layout in &report.layouts {
+        let _ = writeln!(
+            out,
+            "{}: layout: {}",
+            layout.path, layout.layout.description
+        );
+    }
     for file in &report.files {
         let _ = writeln!(out, "\n{}", file.path);
+        if let Some(split) = &file.split {
+            let _ = writeln!(out, "  {}", split.describe());
+        }
         if file.statements.is_empty() {
             let _ = writeln!(out, "  (no statements)");
         }

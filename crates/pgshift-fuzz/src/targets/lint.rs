@@ -39,6 +39,7 @@ pub fn lint_render(data: &[u8]) {
         tool: report::TOOL,
         tool_version: report::TOOL_VERSION,
         command: "lint",
+        layouts: Vec::new(),
         files: Vec::new(),
         findings: Vec::new(),
         summary: LintSummary::default(),

@@ -110,7 +110,9 @@ pub(crate) fn classify(node: &NodeEnum, context: &Context<'_>, b: &mut Builder) 
                 WorkClass::CatalogOnly,
             );
             if let Some(sequence) = sequence {
-                b.effect(Effect::Creates { relation: sequence });
+                if super::table::creates_new(stmt.if_not_exists, &sequence, context, b) {
+                    b.effect(Effect::Creates { relation: sequence });
+                }
             }
         }
         NodeEnum::AlterSeqStmt(stmt) => {

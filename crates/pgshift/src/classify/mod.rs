@@ -293,6 +293,22 @@ pub enum OperationKind {
     Unclassified,
 }
 
+impl OperationKind {
+    /// Whether the operation creates the relation it names (a table, partition,
+    /// sequence, view).
+    pub fn creates_relation(self) -> bool {
+        matches!(
+            self,
+            OperationKind::CreateTable
+                | OperationKind::CreatePartition
+                | OperationKind::CreateTableAs
+                | OperationKind::CreateMaterializedView
+                | OperationKind::CreateSequence
+                | OperationKind::CreateView
+        )
+    }
+}
+
 /// One operation of a statement (an `ALTER TABLE` has one per subcommand).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Operation {

@@ -72,7 +72,40 @@ pub(crate) fn classify_create(stmt: &CreateStmt, context: &Context<'_>, b: &mut 
         OperationKind::CreateTable
     };
     b.operation(kind, Some(&table), None, WorkClass::CatalogOnly);
-    b.effect(Effect::Creates { relation: table });
+    if creates_new(stmt.if_not_exists, &table, context, b) {
+        b.effect(Effect::Creates { relation: table });
+    }
+}
+
+/// Whether a `CREATE … [IF NOT EXISTS]` makes a new relation that later statements
+/// may treat as nobody else's. Without `IF NOT EXISTS` it does (or fails). With it, the
+/// relation is new only when the facts say it is missing (or an earlier statement of
+/// the input created it): an existing relation is left as it is, so the statements
+/// after it work on the existing one, and offline that is unknown.
+pub(crate) fn creates_new(
+    if_not_exists: bool,
+    name: &QualifiedName,
+    context: &Context<'_>,
+    b: &mut Builder,
+) -> bool {
+    if !if_not_exists || context.is_new(name) {
+        return true;
+    }
+    match context.lookup(name) {
+        Lookup::Missing => true,
+        Lookup::Found(_) => {
+            b.reason(format!(
+                "{name} already exists, so IF NOT EXISTS leaves it as it is: the statements after this one work on the existing relation"
+            ));
+            false
+        }
+        Lookup::Unknown => {
+            b.reason(format!(
+                "IF NOT EXISTS: {name} may already exist, so the statements after this one are judged as working on an existing relation (plan against the server to know)"
+            ));
+            false
+        }
+    }
 }
 
 /// Foreign keys declared in a new table lock the referenced tables in SHARE ROW
@@ -130,7 +163,9 @@ pub(crate) fn classify_create_as(stmt: &CreateTableAsStmt, context: &Context<'_>
     };
     b.operation(kind, target.as_ref(), None, WorkClass::DataChange);
     if let Some(target) = target {
-        b.effect(Effect::Creates { relation: target });
+        if creates_new(stmt.if_not_exists, &target, context, b) {
+            b.effect(Effect::Creates { relation: target });
+        }
     }
 }
 

@@ -19,6 +19,7 @@ pub mod jitter;
 pub mod judge;
 pub mod progress;
 pub mod schedule;
+pub mod split;
 pub mod unit;
 
 pub use apply::{

@@ -1,12 +1,13 @@
-//! A migrations directory: `NNNN_name.sql` files, their versions, and the checks
-//! that make their order unambiguous (numbered, no duplicates, no gaps).
+//! A migrations directory: its layout (see [`crate::layout`]), its forward files with
+//! their versions, and the checks that make their order unambiguous (versioned, no
+//! duplicates, no gaps in sequential numbers).
 
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use super::error::MigrateError;
-use crate::source::migration_number;
+use crate::layout::{self, Layout};
 
 /// One migration file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -19,41 +20,40 @@ pub struct MigrationFile {
     pub path: PathBuf,
 }
 
-/// The migration files of `dir`, in version order. Every `.sql` file must start with
-/// a number; two files with the same number are an error.
+/// The migration files of `dir`, in version order. Every `.sql` file must carry a
+/// version; two files with the same version are an error.
 pub fn scan(dir: &Path) -> Result<Vec<MigrationFile>, MigrateError> {
-    let entries = std::fs::read_dir(dir).map_err(|source| MigrateError::Directory {
-        path: dir.display().to_string(),
-        source,
-    })?;
-    let mut files = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(|source| MigrateError::Directory {
+    scan_layout(dir).map(|(_, files)| files)
+}
+
+/// The layout of `dir` and its forward migration files, in version order.
+pub fn scan_layout(dir: &Path) -> Result<(Layout, Vec<MigrationFile>), MigrateError> {
+    let layout = layout::detect(dir)
+        .map_err(|source| MigrateError::Directory {
             path: dir.display().to_string(),
             source,
-        })?;
-        let path = entry.path();
-        let file_name = entry.file_name().to_string_lossy().into_owned();
-        if !path.is_file() || !file_name.ends_with(".sql") {
-            continue;
-        }
-        let version = migration_number(&file_name)
-            .and_then(|n| i64::try_from(n).ok())
-            .ok_or_else(|| MigrateError::Unnumbered {
-                file: file_name.clone(),
-            })?;
-        let stem = file_name.trim_end_matches(".sql");
-        let name = stem
-            .trim_start_matches(|c: char| c.is_ascii_digit())
-            .trim_start_matches(['_', '-'])
-            .to_owned();
-        files.push(MigrationFile {
-            version,
-            name,
-            path,
+        })?
+        .map_err(MigrateError::Layout)?;
+    if let Some(path) = layout.unversioned.first() {
+        return Err(MigrateError::Unnumbered {
+            file: file_name(path),
         });
     }
-    files.sort_by(|a, b| a.version.cmp(&b.version).then_with(|| a.path.cmp(&b.path)));
+    let mut files = Vec::with_capacity(layout.files.len());
+    for file in &layout.files {
+        let version =
+            file.version
+                .as_integer()
+                .ok_or_else(|| MigrateError::UnsupportedVersion {
+                    file: file_name(&file.path),
+                    version: file.version.text.clone(),
+                })?;
+        files.push(MigrationFile {
+            version,
+            name: file.name.clone(),
+            path: file.path.clone(),
+        });
+    }
     if let Some(pair) = files.windows(2).find(|w| w[0].version == w[1].version) {
         return Err(MigrateError::DuplicateVersion {
             version: pair[0].version,
@@ -61,7 +61,14 @@ pub fn scan(dir: &Path) -> Result<Vec<MigrationFile>, MigrateError> {
             second: pair[1].path.display().to_string(),
         });
     }
-    Ok(files)
+    Ok((layout, files))
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
 }
 
 /// Refuses a gap in the versions (`1, 2, 4`): a file may be missing.

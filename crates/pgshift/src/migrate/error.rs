@@ -20,6 +20,40 @@ pub enum MigrateError {
         /// The file.
         file: String,
     },
+    /// The directory's layout is mixed or ambiguous.
+    #[error(transparent)]
+    Layout(crate::layout::LayoutError),
+    /// A version the history table cannot key (Flyway's dotted versions).
+    #[error("{file}: version {version} has several parts; pgshift's history keys migrations by one integer version, so dotted Flyway versions are not applied yet (rename to V<integer>__…)")]
+    UnsupportedVersion {
+        /// The file.
+        file: String,
+        /// The version as written.
+        version: String,
+    },
+    /// `--baseline VERSION` names a version no file has.
+    #[error("--baseline {version}: no migration file has version {version}; nothing was recorded")]
+    BaselineVersionUnknown {
+        /// The version asked for.
+        version: i64,
+    },
+    /// A file to baseline has a history row that is not done.
+    #[error("version {version} is in pgshift.migrations as {outcome}, not applied: run migrate to finish it before baselining; nothing was recorded")]
+    BaselineConflict {
+        /// The version.
+        version: i64,
+        /// Its recorded outcome.
+        outcome: String,
+    },
+    /// `--baseline sqlx` without sqlx's table.
+    #[error("--baseline sqlx: no _sqlx_migrations table in this database (sqlx creates it in the first schema of its search_path); use --baseline VERSION instead; nothing was recorded")]
+    SqlxTableMissing,
+    /// sqlx's record and the directory disagree.
+    #[error("--baseline sqlx: _sqlx_migrations and the directory disagree, so nothing was recorded:{}", mismatches.iter().map(|m| format!("\n  {}", m.problem)).collect::<String>())]
+    SqlxMismatch {
+        /// Each disagreement.
+        mismatches: Vec<super::baseline::SqlxMismatch>,
+    },
     /// Two files with one version.
     #[error("version {version} is used twice: {first} and {second}")]
     DuplicateVersion {

@@ -27,7 +27,9 @@ CREATE TABLE IF NOT EXISTS pgshift.migrations (
     finished_at timestamptz,
     pgshift_version text NOT NULL
 );
-COMMENT ON TABLE pgshift.migrations IS 'pgshift migrate history: one row per migration file';";
+COMMENT ON TABLE pgshift.migrations IS 'pgshift migrate history: one row per migration file';
+ALTER TABLE pgshift.migrations ADD COLUMN IF NOT EXISTS baselined text;
+COMMENT ON COLUMN pgshift.migrations.baselined IS 'set when the file was recorded as applied without being run (migrate --baseline): how';";
 
 /// One history row.
 #[derive(Clone, Debug)]
@@ -48,6 +50,9 @@ pub struct HistoryRow {
     pub outcome: String,
     /// The failure, when it failed.
     pub error: Option<String>,
+    /// How the file was recorded as applied without pgshift running it
+    /// (`--baseline`), when it was.
+    pub baselined: Option<String>,
 }
 
 fn db(what: &'static str) -> impl FnOnce(tokio_postgres::Error) -> MigrateError {
@@ -84,6 +89,19 @@ pub async fn lock(client: &Client) -> Result<(), MigrateError> {
     Err(MigrateError::AnotherRunner { holder })
 }
 
+/// Releases the runner's advisory lock (for a session that goes on after its work,
+/// such as a baseline's).
+pub async fn unlock(client: &Client) -> Result<(), MigrateError> {
+    client
+        .execute(
+            "SELECT pg_catalog.pg_advisory_unlock(pg_catalog.hashtextextended('pgshift.migrate', 0))",
+            &[],
+        )
+        .await
+        .map_err(db("releasing the migrate lock"))?;
+    Ok(())
+}
+
 /// Creates the history table when missing.
 pub async fn ensure(client: &Client) -> Result<(), MigrateError> {
     client
@@ -98,8 +116,11 @@ pub async fn ensure(client: &Client) -> Result<(), MigrateError> {
 pub async fn rows(client: &Client) -> Result<Vec<HistoryRow>, MigrateError> {
     let rows = client
         .query(
-            "SELECT version, name, checksum, units::pg_catalog.text, units_total, units_committed, outcome, error \
-               FROM pgshift.migrations ORDER BY version",
+            // `baselined` is read through to_jsonb so that a history table created by
+            // an older pgshift (without the column) still reads, as in `--dry-run`.
+            "SELECT version, name, checksum, units::pg_catalog.text, units_total, units_committed, outcome, error, \
+                    pg_catalog.to_jsonb(m) OPERATOR(pg_catalog.->>) 'baselined' \
+               FROM pgshift.migrations m ORDER BY version",
             &[],
         )
         .await
@@ -122,6 +143,7 @@ pub async fn rows(client: &Client) -> Result<Vec<HistoryRow>, MigrateError> {
                 units_committed: row.get(5),
                 outcome: row.get(6),
                 error: row.get(7),
+                baselined: row.get(8),
             })
         })
         .collect()
@@ -137,6 +159,26 @@ pub async fn checksum(client: &Client, bytes: &[u8]) -> Result<String, MigrateEr
         .await
         .map_err(db("computing a checksum"))?;
     Ok(row.get(0))
+}
+
+/// Records a file as applied without running it (`--baseline`): no units, outcome
+/// `done`, and how it was baselined.
+pub async fn record_baselined(
+    client: &Client,
+    version: i64,
+    name: &str,
+    checksum: &str,
+    how: &str,
+) -> Result<(), MigrateError> {
+    client
+        .execute(
+            "INSERT INTO pgshift.migrations (version, name, checksum, units, units_total, outcome, finished_at, pgshift_version, baselined) \
+             VALUES ($1, $2, $3, '[]'::pg_catalog.jsonb, 0, 'done', pg_catalog.now(), $4, $5)",
+            &[&version, &name, &checksum, &crate::report::TOOL_VERSION, &how],
+        )
+        .await
+        .map_err(db("recording a baselined migration"))?;
+    Ok(())
 }
 
 /// Records that a file starts, with its planned units.

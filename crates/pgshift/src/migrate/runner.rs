@@ -7,15 +7,17 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::directory::{check_no_gaps, scan, MigrationFile};
+use super::directory::{check_no_gaps, scan_layout, MigrationFile};
 use super::error::MigrateError;
 use super::history::{self, HistoryRow};
 use super::pending::{self, Source};
 use crate::connect::Session;
+use crate::exec::split::Split;
 use crate::exec::{
     interrupt, run_schedule, schedule, ApplyOptions, ApplyVerdict, Ledger, Outcome, Progress,
     Schedule, ScheduleOptions, Sessions, Sleeper,
 };
+use crate::layout::LayoutReport;
 use crate::plan::plan;
 use crate::script::{Script, TransactionMode};
 
@@ -75,6 +77,10 @@ pub struct FileRun {
     pub verdict: Option<ApplyVerdict>,
     /// A problem with the file itself (unreadable, unparsable).
     pub error: Option<String>,
+    /// When pgshift runs the file as more units than its runner had transactions.
+    pub split: Option<Split>,
+    /// How the file was recorded without being run (`--baseline`), when it was.
+    pub baselined: Option<String>,
 }
 
 /// How a run ended.
@@ -100,6 +106,8 @@ pub struct MigrateVerdict {
     pub outcome: MigrateOutcome,
     /// Whether it was a dry run (planned only; nothing written).
     pub dry_run: bool,
+    /// The directory's layout, as detected from its file names.
+    pub layout: LayoutReport,
     /// Every file of the directory, in order.
     pub files: Vec<FileRun>,
     /// The signal that stopped the run (SIGINT, SIGTERM), if one did.
@@ -119,6 +127,8 @@ impl FileRun {
             schedule: None,
             verdict: None,
             error: None,
+            split: None,
+            baselined: None,
         }
     }
 }
@@ -132,8 +142,9 @@ pub async fn migrate(
     sleeper: &impl Sleeper,
     progress: &mut dyn Progress,
 ) -> Result<MigrateVerdict, MigrateError> {
-    let files = scan(dir)?;
-    if !options.allow_gaps {
+    let (layout, files) = scan_layout(dir)?;
+    // Timestamp and Flyway versions are versions, not a sequence: gaps are expected.
+    if !options.allow_gaps && layout.expects_sequence() {
         check_no_gaps(&files)?;
     }
     let client = session.client();
@@ -149,7 +160,7 @@ pub async fn migrate(
     check_order(&files, &rows, options)?;
     let sources = pending::read_all(client, &files, &rows).await?;
     if options.dry_run {
-        return dry_run(session, &sources, options).await;
+        return dry_run(session, &sources, options, LayoutReport::of(&layout)).await;
     }
     let allowed = &options.apply.allow_blocking;
     if let Some(unused) =
@@ -162,6 +173,7 @@ pub async fn migrate(
     let mut verdict = MigrateVerdict {
         outcome: MigrateOutcome::Done,
         dry_run: false,
+        layout: LayoutReport::of(&layout),
         files: Vec::new(),
         interrupted: None,
     };
@@ -182,6 +194,7 @@ pub async fn migrate(
         }
         if source.applied() {
             run.status = FileStatus::AlreadyApplied;
+            run.baselined = source.row.and_then(|row| row.baselined.clone());
             verdict.files.push(run);
             continue;
         }
@@ -219,10 +232,12 @@ async fn dry_run(
     session: &Session,
     sources: &[Source<'_>],
     options: &MigrateOptions,
+    layout: LayoutReport,
 ) -> Result<MigrateVerdict, MigrateError> {
     let mut verdict = MigrateVerdict {
         outcome: MigrateOutcome::Planned,
         dry_run: true,
+        layout,
         files: Vec::new(),
         interrupted: None,
     };
@@ -232,6 +247,7 @@ async fn dry_run(
         let mut run = FileRun::new(source.file);
         if source.applied() {
             run.status = FileStatus::AlreadyApplied;
+            run.baselined = source.row.and_then(|row| row.baselined.clone());
         } else if verdict.outcome == MigrateOutcome::Planned {
             match pending::parse(source, options.max_file_bytes) {
                 Ok(input) => {
@@ -266,7 +282,11 @@ async fn dry_run(
                 run.committed_before = usize::try_from(row.units_committed).unwrap_or(0);
                 recorded(row)
             }
-            None => schedule_of(script, options),
+            None => {
+                let scheduled = schedule_of(script, options);
+                run.split = Split::of(script, &scheduled);
+                scheduled
+            }
         };
         if !planned.refusals.is_empty() && verdict.outcome == MigrateOutcome::Planned {
             verdict.outcome = MigrateOutcome::Refused;
@@ -345,7 +365,11 @@ async fn run_file(
             Ok(input) => {
                 let planned = plan(session, vec![input], TransactionMode::Statement).await?;
                 match planned.files.first() {
-                    Some(planned) => schedule_of(&planned.script, options),
+                    Some(planned) => {
+                        let scheduled = schedule_of(&planned.script, options);
+                        run.split = Split::of(&planned.script, &scheduled);
+                        scheduled
+                    }
                     None => {
                         run.status = FileStatus::Failed;
                         run.error = Some("nothing to plan".to_owned());

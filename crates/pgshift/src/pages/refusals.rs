@@ -121,7 +121,7 @@ CREATE INDEX CONCURRENTLY t_c_idx ON t (c);",
         ),
         RefusalCause::NotSplittable => page(
             "A transaction block whose meaning depends on running as one transaction (`LOCK TABLE`, or data changes with schema changes) but whose statements need steps that cannot share one bounded transaction.",
-            "An explicit `BEGIN … COMMIT` holds a statement that must run as a sequence of separately committed steps (or through copy-and-swap), next to a `LOCK TABLE` or a data change that relies on everything committing together.",
+            "An explicit `BEGIN … COMMIT` holds a statement that must run as a sequence of separately committed steps (or through copy-and-swap), next to a `LOCK TABLE` or a data change that relies on everything committing together. Also: a `LOCK TABLE` in a file its migration runner wraps in one transaction, with statements after it, when pgshift runs that file as several units (the lock would end with its own unit).",
             "Splitting the block would change what it means; running it whole would hold strong locks for the entire sequence.",
             "Move the data change (or the `LOCK TABLE` and what it protects) to a migration file of its own, and the schema changes to another.",
             "",

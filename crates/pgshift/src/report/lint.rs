@@ -16,6 +16,8 @@ pub struct LintReport {
     pub tool_version: &'static str,
     /// `lint`.
     pub command: &'static str,
+    /// The layout of each directory given, as detected from its file names.
+    pub layouts: Vec<crate::layout::InputLayout>,
     /// The files, in the order they were judged.
     pub files: Vec<LintedFile>,
     /// Every finding, file by file, in statement order.

@@ -19,6 +19,8 @@ pub struct PlanReport {
     pub tool_version: &'static str,
     /// `plan`.
     pub command: &'static str,
+    /// The layout of each directory given, as detected from its file names.
+    pub layouts: Vec<crate::layout::InputLayout>,
     /// The server planned against.
     pub server: Option<ServerFacts>,
     /// The files, in order.
@@ -40,6 +42,8 @@ pub struct PlannedFile {
     pub statements: Vec<PlannedStatement>,
     /// Why it could not be read or parsed, if so.
     pub error: Option<InputErrorReport>,
+    /// When pgshift runs it as more units than its runner had transactions.
+    pub split: Option<crate::exec::split::Split>,
 }
 
 /// One statement and how it would run.

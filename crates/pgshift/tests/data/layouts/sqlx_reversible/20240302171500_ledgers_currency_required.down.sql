@@ -1,0 +1,2 @@
+ALTER TABLE ledgers ALTER COLUMN currency DROP NOT NULL;
+TRUNCATE ledgers;
