@@ -165,6 +165,7 @@ impl Command {
             Command::Lint(_)
                 | Command::Plan(_)
                 | Command::Status(_)
+                | Command::Audit(_)
                 | Command::Explain(_)
                 | Command::Completions(_)
                 | Command::Man

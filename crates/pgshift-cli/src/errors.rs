@@ -132,6 +132,7 @@ impl RawCommandLine {
         let args: Vec<String> = args.into_iter().collect();
         let commands = [
             "lint", "plan", "apply", "migrate", "status", "resume", "abort", "cutover", "demo",
+            "audit",
         ];
         let command = args
             .iter()
