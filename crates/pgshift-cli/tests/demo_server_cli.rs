@@ -39,3 +39,19 @@ fn an_unreadable_fetch_setting_says_what_it_takes() {
          (download 18) or a major version such as 17\n"
     );
 }
+
+/// `pgshift demo --defer-cutover` used to wait forever for a `pgshift cutover` that
+/// nobody could send (the demo never says how to reach its cluster): it is refused at
+/// once, before any cluster starts.
+#[test]
+fn defer_cutover_is_refused_before_anything_starts() {
+    let run = pgshift_in_env(&["demo", "--defer-cutover"], &[]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(run.stdout, "", "no cluster was started");
+    assert!(
+        run.stderr.starts_with("pgshift demo: --defer-cutover would wait"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("do this:"), "{}", run.stderr);
+}

@@ -64,6 +64,16 @@ struct DemoReport<'a> {
 
 /// Runs `pgshift demo` and returns the exit code.
 pub fn run(args: &DemoArgs) -> u8 {
+    if args.cas.defer_cutover {
+        // The demo's cluster lives only as long as the demo, behind a socket it does
+        // not print, so nobody could ever run the `pgshift cutover` it would wait for.
+        return crate::errors::CliError::new(
+            "usage",
+            "--defer-cutover would wait for a `pgshift cutover` nobody can send: the demo swaps by itself, then removes its cluster",
+        )
+        .hint("run the demo without --defer-cutover; try deferred cutover with `pgshift apply --defer-cutover` against your own database")
+        .report("demo", crate::cli::Format::Text);
+    }
     let runtime = match super::runtime() {
         Ok(runtime) => runtime,
         Err(err) => return err.report("demo", crate::cli::Format::Text),
