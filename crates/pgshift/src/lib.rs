@@ -7,6 +7,7 @@
 //! - [`lock::LockMode`] is PostgreSQL's lock-mode lattice and conflict table.
 //! - [`refusal`] is the closed list of reasons pgshift declines a statement.
 //! - [`connect`] opens budgeted, search-path-safe sessions.
+//! - [`trace`] runs statements on a throwaway clone and records what the server did.
 //! - [`pages`] explains every lint code and refusal cause (`pgshift explain`, the docs).
 #![deny(missing_docs)]
 
@@ -25,3 +26,4 @@ pub mod report;
 pub mod route;
 pub mod script;
 pub mod source;
+pub mod trace;
