@@ -305,6 +305,14 @@ async fn trace_matches_the_server_for_plain_and_procedural_statements() {
         for statement in statements {
             let traced = find(&run, f, statement.index);
             assert_eq!(traced.outcome, Outcome::Ran, "{path}: {}", statement.text);
+            assert!(
+                traced
+                    .ddl
+                    .iter()
+                    .all(|d| !d.object_identity.contains("pgshift_trace")),
+                "the tracer's own DDL is not the statement's: {:?}",
+                traced.ddl
+            );
             let seen = oracle(&a, &b, &statement.text, traced.in_transaction).await;
             if traced.in_transaction {
                 assert_eq!(

@@ -12,7 +12,10 @@ mod lint;
 mod plan;
 
 pub use apply::{ApplyReport, ApplySummary};
-pub use lint::{FindingReport, InputErrorReport, LintReport, LintSummary, LintedFile};
+pub use lint::{
+    FindingReport, InputErrorReport, LintReport, LintSummary, LintTrace, LintedFile, TraceObject,
+    TracedStatementReport,
+};
 pub use plan::{PlanReport, PlanSummary, PlannedFile, PlannedStatement};
 
 /// The version of every JSON report's shape.

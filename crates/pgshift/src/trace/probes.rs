@@ -22,7 +22,6 @@ use crate::lock::LockMode;
 
 /// Tables and functions, `{track}` replaced by the functions' `SET` clause.
 const RECORDERS: &str = r#"
-CREATE SCHEMA pgshift_trace;
 CREATE TABLE pgshift_trace.ddl (
     seq bigserial, command_tag text, object_type text, object_identity text, dropped boolean);
 CREATE TABLE pgshift_trace.rewrites (
@@ -72,16 +71,23 @@ pub(crate) async fn install(client: &Client, nested: bool) -> Result<Option<Stri
         ""
     };
     client
+        .batch_execute("CREATE SCHEMA pgshift_trace")
+        .await
+        .map_err(probe)?;
+    // The extension first: the event triggers must not record the tracer's own DDL.
+    if nested {
+        client
+            .batch_execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements SCHEMA pgshift_trace")
+            .await
+            .map_err(probe)?;
+    }
+    client
         .batch_execute(&RECORDERS.replace("{track}", track))
         .await
         .map_err(probe)?;
     if !nested {
         return Ok(None);
     }
-    client
-        .batch_execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements SCHEMA pgshift_trace")
-        .await
-        .map_err(probe)?;
     let row = client
         .query_one(
             "SELECT n.nspname FROM pg_catalog.pg_extension e \
