@@ -339,6 +339,16 @@ pub struct LintArgs {
     /// package's repository, else this build's own docs directory as a file:// URI).
     #[arg(long, value_name = "URL")]
     pub docs_url: Option<String>,
+    /// Also run the files on a throwaway PostgreSQL cluster and report, per statement,
+    /// the locks, rewrites and DDL the server really produced (and where lint's static
+    /// judgement differs). Without --url the files are replayed from the first on an
+    /// empty database.
+    #[arg(long)]
+    pub trace: bool,
+    /// With --trace: the live database whose schema (`pg_dump --schema-only`, by the
+    /// pg_dump of its own major version) the throwaway cluster gets. It is only read.
+    #[arg(long, value_name = "URL", requires = "trace", hide_env_values = true)]
+    pub url: Option<String>,
 }
 
 /// `pgshift plan`.

@@ -8,6 +8,7 @@
 //! - [`refusal`] is the closed list of reasons pgshift declines a statement.
 //! - [`connect`] opens budgeted, search-path-safe sessions.
 //! - [`audit`] reads the live database's triggers and says which writes get past them.
+//! - [`trace`] runs statements on a throwaway clone and records what the server did.
 //! - [`pages`] explains every lint code and refusal cause (`pgshift explain`, the docs).
 #![deny(missing_docs)]
 
@@ -28,3 +29,4 @@ pub mod report;
 pub mod route;
 pub mod script;
 pub mod source;
+pub mod trace;

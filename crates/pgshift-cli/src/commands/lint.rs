@@ -5,7 +5,7 @@ use pgshift::lint::{lint, Severity};
 use pgshift::report::{self, FindingReport, LintReport, LintSummary, LintedFile};
 use pgshift::script::{analyze, transaction_mode_for, Knowledge};
 
-use super::inputs;
+use super::{inputs, lint_trace};
 use crate::cli::{LintArgs, LintFormat};
 use crate::exit;
 use crate::render;
@@ -21,7 +21,9 @@ pub fn run(args: &LintArgs) -> u8 {
         files: Vec::new(),
         findings: Vec::new(),
         summary: LintSummary::default(),
+        trace: None,
     };
+    let mut traced = lint_trace::Traced::default();
     let mut text = String::new();
     for layout in &report.layouts {
         text.push_str(&format!(
@@ -76,6 +78,9 @@ pub fn run(args: &LintArgs) -> u8 {
                     .map(|s| s.statement.clone())
                     .collect();
                 declared.absorb(&statements);
+                if args.trace {
+                    traced.add(&parsed.path, &script);
+                }
                 let mut findings = lint(&script);
                 if count == 0 {
                     findings.push(render::no_statements_finding());
@@ -101,6 +106,15 @@ pub fn run(args: &LintArgs) -> u8 {
             }
         }
     }
+    let trace_failed = if args.trace {
+        let trace = traced.run(args.url.as_deref(), report.summary.input_errors);
+        text.push_str(&render::trace_section(&trace));
+        let failed = lint_trace::found_wanting(&trace);
+        report.trace = Some(trace);
+        failed
+    } else {
+        lint_trace::Wanting::No
+    };
     match args.format {
         LintFormat::Json => render::print_json(&report),
         LintFormat::Github => print!("{}", render::github(&report)),
@@ -114,12 +128,13 @@ pub fn run(args: &LintArgs) -> u8 {
             print!("{text}");
         }
     }
-    if report.summary.input_errors > 0 {
+    if report.summary.input_errors > 0 || trace_failed == lint_trace::Wanting::Untraced {
         exit::INPUT_ERROR
-    } else if report
-        .findings
-        .iter()
-        .any(|finding| finding.severity == Severity::Error)
+    } else if trace_failed == lint_trace::Wanting::Yes
+        || report
+            .findings
+            .iter()
+            .any(|finding| finding.severity == Severity::Error)
     {
         exit::FINDINGS
     } else {

@@ -9,6 +9,7 @@ mod demo_front_door;
 mod explain;
 mod inputs;
 mod lint;
+mod lint_trace;
 mod migrate;
 pub(crate) mod plan;
 mod runs;

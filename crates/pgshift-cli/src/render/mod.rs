@@ -16,6 +16,7 @@ mod plan;
 mod progress;
 mod sarif;
 pub mod style;
+mod trace;
 
 pub use apply::apply;
 pub use audit::audit;
@@ -29,6 +30,7 @@ pub use migrate::migrate;
 pub use plan::plan;
 pub use progress::ProgressDisplay;
 pub use sarif::sarif;
+pub use trace::trace_section;
 
 use pgshift::refusal::Refusal;
 use serde::Serialize;

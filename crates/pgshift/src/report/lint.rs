@@ -4,6 +4,10 @@ use serde::Serialize;
 
 use crate::lint::{Code, Finding, Help, Severity};
 use crate::script::TransactionMode;
+use crate::trace::{
+    Difference, NestedAvailability, NestedStatement, Outcome, SchemaOrigin, StatementTrace,
+    TracedDdl, TracedLock, TracedRewrite,
+};
 
 /// The whole lint run.
 #[derive(Clone, Debug, Serialize)]
@@ -24,6 +28,87 @@ pub struct LintReport {
     pub findings: Vec<FindingReport>,
     /// Counts.
     pub summary: LintSummary,
+    /// What the statements did on a throwaway clone (`lint --trace` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace: Option<LintTrace>,
+}
+
+/// `lint --trace`: the trace of every statement, next to the static findings.
+#[derive(Clone, Debug, Serialize)]
+pub struct LintTrace {
+    /// The clone's server version; `None` when the trace could not be made.
+    pub server_version: Option<String>,
+    /// Where the clone's schema came from.
+    pub schema: Option<SchemaOrigin>,
+    /// Whether nested statement texts were recorded.
+    pub nested_statements: Option<NestedAvailability>,
+    /// Why the trace could not be made, if so.
+    pub error: Option<String>,
+    /// One entry per statement, file by file.
+    pub statements: Vec<TracedStatementReport>,
+}
+
+/// One statement's trace, and where the static classification differs from it.
+#[derive(Clone, Debug, Serialize)]
+pub struct TracedStatementReport {
+    /// Always `traced`: this comes from the server, not from the classifier.
+    pub source: &'static str,
+    /// The file.
+    pub path: String,
+    /// Line of the statement's first token.
+    pub line: u32,
+    /// Column of the statement's first token.
+    pub column: u32,
+    /// Zero-based statement index in the file.
+    pub statement_index: usize,
+    /// Ran, failed, skipped or not run.
+    pub outcome: Outcome,
+    /// What the server did.
+    pub trace: TraceObject,
+    /// Where lint's static judgement differs from the trace (the trace wins).
+    pub differences: Vec<Difference>,
+}
+
+/// What the server did for one statement.
+#[derive(Clone, Debug, Serialize)]
+pub struct TraceObject {
+    /// Whether it ran in a transaction block of its own (locks were read).
+    pub in_transaction: bool,
+    /// Relation locks held at the end of its transaction; `null` when not read.
+    pub locks: Option<Vec<TracedLock>>,
+    /// Tables rewritten.
+    pub rewrites: Vec<TracedRewrite>,
+    /// DDL executed, nested commands included.
+    pub ddl: Vec<TracedDdl>,
+    /// Statements run below the top level (unordered); `null` when not recorded.
+    pub nested: Option<Vec<NestedStatement>>,
+}
+
+impl TracedStatementReport {
+    /// The report of `trace`, a statement of `path` at `line:column`.
+    pub fn new(
+        path: &str,
+        position: pgshift_sql::Position,
+        trace: &StatementTrace,
+        differences: Vec<Difference>,
+    ) -> Self {
+        TracedStatementReport {
+            source: "traced",
+            path: path.to_owned(),
+            line: position.line,
+            column: position.column,
+            statement_index: trace.index,
+            outcome: trace.outcome.clone(),
+            trace: TraceObject {
+                in_transaction: trace.in_transaction,
+                locks: trace.locks.clone(),
+                rewrites: trace.rewrites.clone(),
+                ddl: trace.ddl.clone(),
+                nested: trace.nested.clone(),
+            },
+            differences,
+        }
+    }
 }
 
 /// One input.

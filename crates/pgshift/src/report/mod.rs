@@ -14,7 +14,10 @@ mod plan;
 
 pub use apply::{ApplyReport, ApplySummary};
 pub use audit::{AuditReport, AuditSummary};
-pub use lint::{FindingReport, InputErrorReport, LintReport, LintSummary, LintedFile};
+pub use lint::{
+    FindingReport, InputErrorReport, LintReport, LintSummary, LintTrace, LintedFile, TraceObject,
+    TracedStatementReport,
+};
 pub use plan::{PlanReport, PlanSummary, PlannedFile, PlannedStatement};
 
 /// The version of every JSON report's shape.
