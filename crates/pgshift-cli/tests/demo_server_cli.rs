@@ -49,7 +49,8 @@ fn defer_cutover_is_refused_before_anything_starts() {
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert_eq!(run.stdout, "", "no cluster was started");
     assert!(
-        run.stderr.starts_with("pgshift demo: --defer-cutover would wait"),
+        run.stderr
+            .starts_with("pgshift demo: --defer-cutover would wait"),
         "{}",
         run.stderr
     );

@@ -68,9 +68,12 @@ impl Traced {
             .iter()
             .map(|(path, statements, _)| TraceInput { path, statements })
             .collect();
-        let Some(runtime) = super::runtime() else {
-            out.error = Some("cannot start the async runtime".to_owned());
-            return out;
+        let runtime = match super::runtime() {
+            Ok(runtime) => runtime,
+            Err(err) => {
+                out.error = Some(err.message);
+                return out;
+            }
         };
         let run = match runtime.block_on(trace(&inputs, &target)) {
             Ok(run) => run,

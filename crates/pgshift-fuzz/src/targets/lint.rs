@@ -40,6 +40,7 @@ pub fn lint_render(data: &[u8]) {
         tool_version: report::TOOL_VERSION,
         command: "lint",
         layouts: Vec::new(),
+        trace: None,
         files: Vec::new(),
         findings: Vec::new(),
         summary: LintSummary::default(),
