@@ -141,10 +141,11 @@ fn plan_and_migrate_say_the_layout_the_split_and_the_baseline() {
         SQLX,
     ]);
     assert_eq!(sqlx.code, 1, "{}", sqlx.stdout);
+    assert_eq!(json(&sqlx.stdout)["kind"], "error", "{}", sqlx.stdout);
     assert!(
-        json(&sqlx.stdout)["error"]
+        json(&sqlx.stdout)["message"]
             .as_str()
-            .expect("error")
+            .expect("message")
             .contains("no _sqlx_migrations table"),
         "{}",
         sqlx.stdout

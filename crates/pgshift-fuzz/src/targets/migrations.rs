@@ -104,7 +104,7 @@ fn read_as_migrate(dir: &Path) {
     }
 }
 
-/// `lint DIR`: numbered files first in numeric order, then the rest by name; each
+/// `lint DIR`: versioned files first in version order, then the rest by name; each
 /// read under `limit` bytes, with a located error when it is not text.
 fn read_as_lint(dir: &Path, limit: u64) {
     let inputs = source::expand_inputs(&[dir.display().to_string()]);
@@ -122,7 +122,7 @@ fn read_as_lint(dir: &Path, limit: u64) {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let key = (source::migration_number(&name), name);
+        let key = (file_version(&name), name);
         if let Some(previous) = &previous {
             assert!(
                 in_migration_order(previous, &key),
@@ -138,6 +138,27 @@ fn read_as_lint(dir: &Path, limit: u64) {
 }
 
 /// Whether `a` may come before `b`: numbered before unnumbered, by number, then name.
+/// The version a file name carries, as docs/EXECUTION.md states the layouts: leading
+/// digits followed by the end of the stem, `_`, `-` or `.up` (sequential numbers and
+/// timestamps), or Flyway's `V<digits>__`; any other name is unversioned.
+fn file_version(name: &str) -> Option<u64> {
+    let stem = name.strip_suffix(".sql")?;
+    if let Some(flyway) = stem.strip_prefix('V') {
+        if let Some((digits, _)) = flyway.split_once("__") {
+            if !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit()) {
+                return digits.parse().ok();
+            }
+        }
+    }
+    let digits: String = stem.chars().take_while(char::is_ascii_digit).collect();
+    let rest = &stem[digits.len()..];
+    let rest = rest.strip_suffix(".up").unwrap_or(rest);
+    if digits.is_empty() || !(rest.is_empty() || rest.starts_with(['_', '-'])) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
 fn in_migration_order(a: &(Option<u64>, String), b: &(Option<u64>, String)) -> bool {
     match (a.0, b.0) {
         (Some(x), Some(y)) => (x, &a.1) <= (y, &b.1),
