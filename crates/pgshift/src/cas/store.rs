@@ -366,37 +366,29 @@ pub async fn active_id(
     client: &Client,
     source_oid: u32,
 ) -> Result<Option<(i64, String)>, CasError> {
-    let exists = client
-        .query_one(
-            "SELECT pg_catalog.to_regclass('pgshift.runs') IS NOT NULL",
-            &[],
-        )
-        .await
-        .map_err(db("looking for the run table"))?;
-    if !exists.get::<_, bool>(0) {
+    if !runs_table_exists(client).await? {
         return Ok(None);
     }
-    let row = client
-        .query_opt(
-            "SELECT id, phase FROM pgshift.runs WHERE source_oid OPERATOR(pg_catalog.=) $1 \
-               AND phase OPERATOR(pg_catalog.<>) ALL ('{done,aborted}'::pg_catalog.text[]) ORDER BY id DESC LIMIT 1",
-            &[&source_oid],
-        )
-        .await
-        .map_err(db("reading the run"))?;
-    Ok(row.map(|r| (r.get(0), r.get(1))))
+    Ok(active_for(client, source_oid)
+        .await?
+        .map(|run| (run.id, run.phase.name().to_owned())))
 }
 
-/// Every run, newest first (at most `limit`).
-pub async fn all(client: &Client, limit: i64) -> Result<Vec<RunRecord>, CasError> {
-    let exists = client
+/// Whether `pgshift.runs` exists, read without creating it.
+async fn runs_table_exists(client: &Client) -> Result<bool, CasError> {
+    let row = client
         .query_one(
             "SELECT pg_catalog.to_regclass('pgshift.runs') IS NOT NULL",
             &[],
         )
         .await
         .map_err(db("looking for pgshift.runs"))?;
-    if !exists.get::<_, bool>(0) {
+    Ok(row.get(0))
+}
+
+/// Every run, newest first (at most `limit`).
+pub async fn all(client: &Client, limit: i64) -> Result<Vec<RunRecord>, CasError> {
+    if !runs_table_exists(client).await? {
         return Ok(Vec::new());
     }
     let rows = client
