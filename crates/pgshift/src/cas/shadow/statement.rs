@@ -212,52 +212,32 @@ pub(super) fn constraint_with_storage(
     options: &[String],
     tablespace: Option<&str>,
 ) -> Result<String, CasError> {
-    const PREFIX: &str = "ALTER TABLE t ADD CONSTRAINT c ";
     if options.is_empty() && tablespace.is_none() {
         return Ok(definition.to_owned());
     }
-    let bad = || CasError::Record(format!("constraint does not parse back: {definition}"));
-    let statements = pgshift_sql::parse(&format!("{PREFIX}{definition}")).map_err(|_| bad())?;
-    let Some(NodeEnum::AlterTableStmt(stmt)) = statements.first().map(|s| &s.node) else {
-        return Err(bad());
-    };
-    let mut stmt = stmt.clone();
-    let mut found = false;
-    for node in &mut stmt.cmds {
-        if let Some(NodeEnum::AlterTableCmd(cmd)) = node.node.as_mut() {
-            if let Some(NodeEnum::Constraint(constraint)) =
-                cmd.def.as_deref_mut().and_then(|d| d.node.as_mut())
-            {
-                if let Some(tablespace) = tablespace {
-                    constraint.indexspace = tablespace.to_owned();
-                }
-                constraint.options = options
-                    .iter()
-                    .filter_map(|o| o.split_once('='))
-                    .map(|(name, value)| Node {
-                        node: Some(NodeEnum::DefElem(Box::new(pgshift_sql::ast::DefElem {
-                            defname: name.to_owned(),
-                            arg: Some(Box::new(Node {
-                                node: Some(NodeEnum::String(pgshift_sql::ast::String {
-                                    sval: value.to_owned(),
-                                })),
-                            })),
-                            defaction: pgshift_sql::ast::DefElemAction::DefelemUnspec as i32,
-                            location: -1,
-                            ..Default::default()
-                        }))),
-                    })
-                    .collect();
-                found = true;
-            }
+    edit_constraint(definition, "constraint", |constraint| {
+        if let Some(tablespace) = tablespace {
+            constraint.indexspace = tablespace.to_owned();
         }
-    }
-    if !found {
-        return Err(bad());
-    }
-    let sql =
-        deparse(&NodeEnum::AlterTableStmt(stmt)).map_err(|e| CasError::Record(e.to_string()))?;
-    sql.strip_prefix(PREFIX).map(str::to_owned).ok_or_else(bad)
+        constraint.options = options
+            .iter()
+            .filter_map(|o| o.split_once('='))
+            .map(|(name, value)| Node {
+                node: Some(NodeEnum::DefElem(Box::new(pgshift_sql::ast::DefElem {
+                    defname: name.to_owned(),
+                    arg: Some(Box::new(Node {
+                        node: Some(NodeEnum::String(pgshift_sql::ast::String {
+                            sval: value.to_owned(),
+                        })),
+                    })),
+                    defaction: pgshift_sql::ast::DefElemAction::DefelemUnspec as i32,
+                    location: -1,
+                    ..Default::default()
+                }))),
+            })
+            .collect();
+        true
+    })
 }
 
 /// A foreign key definition (`pg_get_constraintdef`) that references `target` instead.
@@ -265,8 +245,26 @@ pub(super) fn retarget_foreign_key(
     definition: &str,
     target: &QualifiedName,
 ) -> Result<String, CasError> {
+    edit_constraint(definition, "foreign key", |constraint| {
+        let Some(pktable) = constraint.pktable.as_mut() else {
+            return false;
+        };
+        pktable.schemaname = target.schema.clone().unwrap_or_default();
+        pktable.relname = target.name.clone();
+        true
+    })
+}
+
+/// A constraint definition (`pg_get_constraintdef`) changed by `edit` in its syntax
+/// tree and written back; `edit` says whether it found what it changes. `what` names
+/// the definition in the error.
+fn edit_constraint(
+    definition: &str,
+    what: &str,
+    mut edit: impl FnMut(&mut pgshift_sql::ast::Constraint) -> bool,
+) -> Result<String, CasError> {
     const PREFIX: &str = "ALTER TABLE t ADD CONSTRAINT c ";
-    let bad = || CasError::Record(format!("foreign key does not parse back: {definition}"));
+    let bad = || CasError::Record(format!("{what} does not parse back: {definition}"));
     let statements = pgshift_sql::parse(&format!("{PREFIX}{definition}")).map_err(|_| bad())?;
     let Some(NodeEnum::AlterTableStmt(stmt)) = statements.first().map(|s| &s.node) else {
         return Err(bad());
@@ -278,11 +276,7 @@ pub(super) fn retarget_foreign_key(
             if let Some(NodeEnum::Constraint(constraint)) =
                 cmd.def.as_deref_mut().and_then(|d| d.node.as_mut())
             {
-                if let Some(pktable) = constraint.pktable.as_mut() {
-                    pktable.schemaname = target.schema.clone().unwrap_or_default();
-                    pktable.relname = target.name.clone();
-                    found = true;
-                }
+                found |= edit(constraint);
             }
         }
     }
