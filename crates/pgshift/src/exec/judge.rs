@@ -23,7 +23,7 @@ use super::unit::Unit;
 use crate::cas::{self, CasError};
 use crate::refusal::{Refusal, RefusalCause};
 use crate::script::Script;
-use pgshift_sql::QualifiedName;
+use pgshift_sql::{QualifiedName, Statement};
 
 /// Why the pre-run checks could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -61,7 +61,7 @@ pub async fn judge(
                 };
             }
             Scheduled::Unit { unit } => {
-                if let Some(refusal) = check_unit(client, unit, &search_path).await? {
+                if let Some(refusal) = check_unit(client, script, unit, &search_path).await? {
                     let statement = unit.statements.first().copied().unwrap_or(0);
                     found.push(StatementRefusal {
                         statement,
@@ -84,11 +84,20 @@ pub async fn judge(
 /// The refusal a unit meets before it runs, if any.
 async fn check_unit(
     client: &Client,
+    script: &Script,
     unit: &Unit,
     search_path: &[String],
 ) -> Result<Option<Refusal>, JudgeError> {
     if let Some(table) = &unit.copy_and_swap {
-        return copy_and_swap_preflight(client, unit, table, search_path).await;
+        // A copy-and-swap unit runs one statement of the script, as written.
+        let Some(statement) = unit
+            .statements
+            .first()
+            .and_then(|&i| script.statements.get(i))
+        else {
+            return Ok(None);
+        };
+        return copy_and_swap_preflight(client, &statement.statement, table, search_path).await;
     }
     for step in unit.steps.iter().filter(|step| !step.transactional) {
         let guard = IndexGuard::for_step(client, &step.sql, search_path)
@@ -125,20 +134,12 @@ async fn check_unit(
 /// would start: checks added to copy-and-swap's own preflight belong here too.
 async fn copy_and_swap_preflight(
     client: &Client,
-    unit: &Unit,
+    statement: &Statement,
     table: &QualifiedName,
     search_path: &[String],
 ) -> Result<Option<Refusal>, JudgeError> {
     let Some(oid) = resolve(client, table, search_path).await? else {
         // A table created earlier in the same input: nothing to check yet.
-        return Ok(None);
-    };
-    let sql = unit.steps.first().map_or("", |step| step.sql.as_str());
-    let parsed = pgshift_sql::parse(sql).map_err(|e| JudgeError::Read {
-        what: "the statement routed to copy-and-swap",
-        message: e.to_string(),
-    })?;
-    let Some(statement) = parsed.first() else {
         return Ok(None);
     };
     let read_source = !locked_elsewhere(client, oid).await?;
