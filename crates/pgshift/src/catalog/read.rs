@@ -92,6 +92,7 @@ use pgshift_sql::QualifiedName;
 use tokio_postgres::Client;
 
 pub use error::CatalogError;
+pub use locks::access_exclusive_elsewhere;
 
 use crate::catalog::facts::{CatalogSnapshot, Persistence, RelationFacts, RelationKind};
 use crate::lock::ObjectRef;

@@ -21,6 +21,7 @@ use super::index_guard::{regclass_under, IndexGuard};
 use super::schedule::{build, finish, Schedule, ScheduleOptions, Scheduled, StatementRefusal};
 use super::unit::Unit;
 use crate::cas::{self, CasError};
+use crate::catalog::read::access_exclusive_elsewhere;
 use crate::refusal::{Refusal, RefusalCause};
 use crate::script::Script;
 use pgshift_sql::{QualifiedName, Statement};
@@ -160,31 +161,13 @@ async fn copy_and_swap_preflight(
     }
 }
 
-/// Whether another session holds or awaits ACCESS EXCLUSIVE on the table, a partition
-/// or one of their indexes: reading the source's facts would then wait, so that part of
-/// the preflight is left to the run itself (which meets the lock within its budget).
+/// Whether another session holds or awaits ACCESS EXCLUSIVE on the table or a member
+/// (partition, index, TOAST table): reading the source's facts would then wait, so that
+/// part of the preflight is left to the run itself (which meets the lock within its
+/// budget). The catalog read's own probe, so the two agree on what "locked" means.
 async fn locked_elsewhere(client: &Client, oid: u32) -> Result<bool, JudgeError> {
-    const SQL: &str = "\
-WITH RECURSIVE tree(relid) AS (
-        SELECT $1::pg_catalog.oid
-        UNION ALL
-        SELECT i.inhrelid FROM tree t
-          JOIN pg_catalog.pg_inherits i ON i.inhparent OPERATOR(pg_catalog.=) t.relid
-       )
-SELECT EXISTS (
-        SELECT FROM pg_catalog.pg_locks l
-         WHERE l.locktype OPERATOR(pg_catalog.=) 'relation'
-           AND l.mode OPERATOR(pg_catalog.=) 'AccessExclusiveLock'
-           AND l.pid IS DISTINCT FROM pg_catalog.pg_backend_pid()
-           AND l.database OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database d
-                 WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
-           AND (l.relation IN (SELECT t.relid FROM tree t)
-                OR l.relation IN (SELECT x.indexrelid FROM pg_catalog.pg_index x
-                                   WHERE x.indrelid IN (SELECT t.relid FROM tree t))))";
-    client
-        .query_one(SQL, &[&oid])
+    access_exclusive_elsewhere(client, oid)
         .await
-        .map(|row| row.get(0))
         .map_err(|error| JudgeError::Read {
             what: "locks held on a copy-and-swap table",
             message: error.to_string(),

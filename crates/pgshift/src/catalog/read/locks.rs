@@ -87,6 +87,16 @@ pub(super) async fn read(
     Ok(found)
 }
 
+/// Whether another session holds or waits for ACCESS EXCLUSIVE on the relation `oid` or
+/// one of its members, so that a read needing ACCESS SHARE on them would wait; read
+/// without taking any relation lock.
+pub async fn access_exclusive_elsewhere(client: &Client, oid: u32) -> Result<bool, CatalogError> {
+    Ok(read(client, &[oid])
+        .await?
+        .get(&oid)
+        .is_some_and(|locks| blocks_size_functions(locks)))
+}
+
 /// Whether the size functions (which take ACCESS SHARE on every member) would wait:
 /// another session holds or waits for ACCESS EXCLUSIVE on one of them.
 pub(super) fn blocks_size_functions(locks: &[LockElsewhere]) -> bool {
