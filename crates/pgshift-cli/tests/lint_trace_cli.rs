@@ -6,44 +6,11 @@
 
 mod common;
 
+use common::normalize::{normalize, trace_heading, without_oids};
 use common::pgshift;
 use serde_json::Value;
 
 const CORPUS: &str = "crates/pgshift/tests/data/trace/relay";
-
-/// `pg_toast_16438_index` → `pg_toast_<oid>_index`.
-fn without_oids(text: &str) -> String {
-    let mut out = String::new();
-    let mut rest = text;
-    while let Some(at) = rest.find("pg_toast_") {
-        let (head, tail) = rest.split_at(at + "pg_toast_".len());
-        out.push_str(head);
-        let digits = tail.chars().take_while(char::is_ascii_digit).count();
-        if digits > 0 {
-            out.push_str("<oid>");
-        }
-        rest = &tail[digits..];
-    }
-    out.push_str(rest);
-    out
-}
-
-fn normalize(value: &mut Value) {
-    match value {
-        Value::String(text) => *text = without_oids(text),
-        Value::Array(items) => items.iter_mut().for_each(normalize),
-        Value::Object(map) => {
-            for (key, item) in map.iter_mut() {
-                match key.as_str() {
-                    "server_version" => *item = Value::String("<version>".to_owned()),
-                    "nested" if item.is_array() => *item = Value::String("<recorded>".to_owned()),
-                    _ => normalize(item),
-                }
-            }
-        }
-        _ => {}
-    }
-}
 
 #[test]
 fn lint_trace_text_output() {
@@ -53,16 +20,7 @@ fn lint_trace_text_output() {
         "the server did more than lint stated; stderr: {}",
         run.stderr
     );
-    let heading = run
-        .stdout
-        .lines()
-        .find(|line| line.starts_with("trace: PostgreSQL "))
-        .expect("the trace heading");
-    let version = heading
-        .trim_start_matches("trace: PostgreSQL ")
-        .split(',')
-        .next()
-        .expect("version");
+    let (_, version) = trace_heading(&run.stdout);
     let text = run.stdout.replace(version, "<version>");
     insta::assert_snapshot!("trace_text", without_oids(&text));
 }

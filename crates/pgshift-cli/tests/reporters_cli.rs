@@ -105,7 +105,7 @@ fn github_annotations_sit_on_each_findings_lines() {
     }
     let last = run.stdout.lines().last().unwrap_or("");
     assert!(
-        last.starts_with("pgshift lint: ") && last.ends_with(" in 32 files"),
+        last.starts_with("pgshift lint: ") && last.ends_with(" in 39 files"),
         "{last}"
     );
 }

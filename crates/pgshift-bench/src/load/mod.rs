@@ -371,12 +371,14 @@ async fn discover(pg: &tokio_postgres::Config, config: &LoadConfig) -> Result<Ta
             )
             .await
             .map_err(|e| Error::sql("reading communities", e))?;
+        // archived_at is read through to_jsonb: the relay's migration 0017 drops the
+        // column, and the load runs on the relay at every version of its directory.
         let channels = client
             .query(
                 "SELECT ch.community_id, ch.id FROM channels ch \
                  JOIN communities c ON c.id = ch.community_id \
                  WHERE c.deletion_state = 'active' AND ch.deleted_at IS NULL \
-                 AND ch.archived_at IS NULL ORDER BY 1, 2",
+                 AND to_jsonb(ch) ->> 'archived_at' IS NULL ORDER BY 1, 2",
                 &[],
             )
             .await

@@ -3,6 +3,8 @@
 // Each test binary includes this module and uses part of it.
 #![allow(dead_code)]
 pub mod cas;
+pub mod normalize;
+pub mod relay;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
