@@ -16,6 +16,7 @@ use crate::cas::plan::RunPlan;
 use crate::cas::session;
 use crate::cas::statements::Statements;
 use crate::cas::store::RunRecord;
+use crate::cas::throttle::{reason_kind, Pace, Pacer, Throttle};
 use crate::connect::ConnectionSpec;
 
 /// Before copying again after a stop: wait for any chunk transaction of the dead
@@ -68,25 +69,29 @@ pub(super) async fn resume_copy(
 }
 
 /// The copy, by `workers` sessions.
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn copy(
     spec: &ConnectionSpec,
     plan: &RunPlan,
     statements: &Statements,
     state: &Arc<CopyState>,
     applier: Option<&ApplierTask>,
+    throttle: &Throttle,
     estimate: i64,
     progress: &mut dyn CasProgress,
 ) -> Result<(), CasError> {
+    let mut watch = ThrottleWatch::default();
     let sizing = Sizing {
         first_rows: plan.options.first_chunk_rows,
         target: Duration::from_millis(plan.options.chunk_target_ms),
     };
     let mut workers = Workers(Vec::new());
-    for _ in 0..plan.options.workers.max(1) {
+    for index in 0..plan.options.workers.max(1) {
         let session = session::open(spec, &plan.names().copy_application()).await?;
         let (statements, state, run) = (statements.clone(), state.clone(), plan.run);
+        let pace = Pacer::new(throttle.clone(), index);
         workers.0.push(tokio::spawn(async move {
-            copier::worker(session.client(), run, &statements, &state, sizing).await
+            copier::worker(session.client(), run, &statements, &state, sizing, &pace).await
         }));
     }
     while !workers.0.is_empty() {
@@ -106,6 +111,7 @@ pub(super) async fn copy(
         if let Some(task) = applier {
             task.check()?;
         }
+        watch.report(throttle, progress);
         progress.copied(
             state.rows.load(Ordering::Relaxed),
             estimate,
@@ -127,6 +133,27 @@ impl Drop for Workers {
     fn drop(&mut self) {
         for handle in &self.0 {
             handle.abort();
+        }
+    }
+}
+
+/// Tells the progress when the throttle's decision changes (a run that starts open
+/// says nothing).
+pub(super) struct ThrottleWatch(Option<(Pace, String)>);
+
+impl Default for ThrottleWatch {
+    fn default() -> Self {
+        ThrottleWatch(Some((Pace::Open, String::new())))
+    }
+}
+
+impl ThrottleWatch {
+    pub(super) fn report(&mut self, throttle: &Throttle, progress: &mut dyn CasProgress) {
+        let (pace, why) = throttle.state();
+        let key = (pace, reason_kind(&why));
+        if self.0.as_ref() != Some(&key) {
+            progress.throttled(pace.name(), &why, throttle.paused_ms());
+            self.0 = Some(key);
         }
     }
 }

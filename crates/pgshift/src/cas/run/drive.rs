@@ -1,7 +1,7 @@
 //! The phase machine: a recorded run carried from its phase to its end.
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::sync::Mutex;
 use tokio_postgres::Client;
@@ -23,6 +23,7 @@ use crate::cas::plan::{Mode, RunPlan};
 use crate::cas::session;
 use crate::cas::statements::Statements;
 use crate::cas::store::{self, Phase, RunRecord};
+use crate::cas::throttle::{standby, Controller};
 use crate::connect::{ConnectionSpec, Session};
 
 /// Drives a recorded run from its phase to its end.
@@ -48,6 +49,9 @@ pub(super) async fn drive(
         kept_old: None,
         settled_from_catalog: false,
         disk: plan.disk.clone(),
+        throttle: Vec::new(),
+        throttled_ms: 0,
+        standbys: None,
     };
     let phase = match record.phase {
         Phase::Failed => record.resume_phase.unwrap_or(Phase::Copying),
@@ -155,6 +159,15 @@ pub(super) async fn run_phases(
 ) -> Result<(), CasError> {
     let client = runner.client();
     let estimate = estimate_rows(client, plan).await;
+    // The copy, the index builds and verification go at the throttle's pace.
+    let controller = Controller::start(
+        spec,
+        plan.run,
+        plan.options.throttle,
+        plan.options.workers.max(1),
+    )
+    .await?;
+    let throttle = controller.throttle().clone();
     if from <= Phase::Copying {
         CasError::check_interrupt()?;
         let started = Instant::now();
@@ -162,7 +175,7 @@ pub(super) async fn run_phases(
         store::set_phase(client, plan.run, Phase::Copying).await?;
         resume_copy(client, plan, statements, record, state).await?;
         stoppable(copy(
-            spec, plan, statements, state, applier, estimate, progress,
+            spec, plan, statements, state, applier, &throttle, estimate, progress,
         ))
         .await?;
         report
@@ -174,7 +187,7 @@ pub(super) async fn run_phases(
         let started = Instant::now();
         progress.phase(Phase::Indexing);
         store::set_phase(client, plan.run, Phase::Indexing).await?;
-        stoppable(build_indexes(spec, plan, state, applier)).await?;
+        stoppable(build_indexes(spec, plan, state, applier, &throttle)).await?;
         report
             .phases_ms
             .push(("indexing".to_owned(), elapsed_ms(started)));
@@ -189,9 +202,11 @@ pub(super) async fn run_phases(
     progress.phase(Phase::Verifying);
     store::set_phase(client, plan.run, Phase::Verifying).await?;
     stoppable(verify_all(
-        spec, client, plan, statements, applier, estimate, report, progress,
+        spec, client, plan, statements, applier, &throttle, estimate, report, progress,
     ))
     .await?;
+    report.throttled_ms = throttle.paused_ms();
+    report.throttle = controller.stop();
     report
         .phases_ms
         .push(("verifying".to_owned(), elapsed_ms(started)));
@@ -206,6 +221,17 @@ pub(super) async fn run_phases(
     let started = Instant::now();
     progress.phase(Phase::Cutover);
     store::set_phase(client, plan.run, Phase::Cutover).await?;
+    let max_lag = plan
+        .options
+        .throttle
+        .max_replica_lag_ms
+        .map(Duration::from_millis);
+    // INV: LK-7 — the standbys are checked before the swap takes its lock.
+    let mut standbys =
+        standby::before_swap(client, &plan.source.table.name.to_string(), max_lag).await?;
+    for note in &standbys.notes {
+        progress.note(note);
+    }
     let swap = match applier {
         Some(task) => {
             let _paused = task.gate.lock().await;
@@ -214,11 +240,17 @@ pub(super) async fn run_phases(
         None => cutover::swap(client, plan, || catch_up(client, plan, statements)).await,
     }?;
     report.swap = Some(swap);
+    standby::after_swap(client, &mut standbys, max_lag.unwrap_or(STANDBY_SWAP_WAIT)).await;
+    report.standbys = Some(standbys);
     report
         .phases_ms
         .push(("cutover".to_owned(), elapsed_ms(started)));
     finish(client, plan, report, progress).await
 }
+
+/// How long the report waits for the standbys to replay the swap when no replica lag
+/// bound is set.
+const STANDBY_SWAP_WAIT: Duration = Duration::from_secs(10);
 
 /// Runs a phase's work until it ends or a stop is asked for, whichever comes first.
 /// Dropping the work there is safe: every phase before the swap resumes from its

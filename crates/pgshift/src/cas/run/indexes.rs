@@ -1,5 +1,6 @@
 //! The indexing phase: the shadow's primary key, then its other indexes and
 //! constraints, each built once.
+use crate::cas::throttle::{Pacer, Throttle};
 use std::sync::atomic::Ordering;
 
 use tokio_postgres::Client;
@@ -80,9 +81,13 @@ pub(super) async fn build_indexes(
     plan: &RunPlan,
     state: &CopyState,
     applier: Option<&ApplierTask>,
+    throttle: &Throttle,
 ) -> Result<(), CasError> {
     let session = session::open(spec, &format!("pgshift-index-{}", plan.run)).await?;
     let client = session.client();
+    // One build at a time, each started at the throttle's word (INV: OC-5).
+    let pace = Pacer::new(throttle.clone(), 0);
+    pace.admit().await;
     ensure_key(client, plan).await?;
     state.key_ready.store(true, Ordering::Release);
     let pause = || async {
@@ -104,6 +109,7 @@ pub(super) async fn build_indexes(
         if exists.get::<_, bool>(0) {
             continue;
         }
+        pace.admit().await;
         let _paused = pause().await;
         let result = client.batch_execute(&on_shadow(plan, &index.sql)).await;
         session::settle(
@@ -125,6 +131,7 @@ pub(super) async fn build_indexes(
         if exists.get::<_, bool>(0) {
             continue;
         }
+        pace.admit().await;
         let _paused = pause().await;
         let add = format!(
             "ALTER TABLE {} ADD CONSTRAINT {} {}{}",

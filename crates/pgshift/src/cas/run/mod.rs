@@ -33,6 +33,7 @@ use super::preflight::{preflight, Preflight};
 use super::session;
 use super::shadow;
 use super::store::{self, Phase, RunRecord};
+use super::throttle::{self, standby::StandbyReport, ThrottleEvent};
 use crate::connect::{ConnectionSpec, Session};
 use crate::refusal::{Refusal, RefusalCause};
 use pgshift_sql::{QualifiedName, Statement};
@@ -47,6 +48,10 @@ pub trait CasProgress: Send {
     fn verified(&mut self, rows: i64, estimate: i64);
     /// A note.
     fn note(&mut self, text: &str);
+    /// The throttle's decision changed: `pace` is `open`, `slow` or `paused`, `why`
+    /// says which signal (empty when open), `paused_ms` the time paused so far (for
+    /// an ETA that leaves it out).
+    fn throttled(&mut self, _pace: &str, _why: &str, _paused_ms: u64) {}
 }
 
 /// Progress that goes nowhere.
@@ -91,6 +96,15 @@ pub struct RunReport {
     /// not checked: <why>`.
     #[serde(default)]
     pub disk: String,
+    /// The throttle's decisions, with the signals each was made from.
+    #[serde(default)]
+    pub throttle: Vec<ThrottleEvent>,
+    /// Time the throttle kept the work paused (ms).
+    #[serde(default)]
+    pub throttled_ms: u64,
+    /// The standbys before and at the swap.
+    #[serde(default)]
+    pub standbys: Option<StandbyReport>,
 }
 
 /// What a run is asked to do.
@@ -296,11 +310,7 @@ pub async fn request_cutover(
     spec: &ConnectionSpec,
     table: &QualifiedName,
 ) -> Result<CutoverRequest, CasError> {
-    let runner = session::open(spec, "pgshift").await?;
-    let oid = resolve_any(&runner, table).await?;
-    let record = store::active_for(runner.client(), oid)
-        .await?
-        .ok_or_else(|| CasError::NoSuchRun(format!("active run for {table}")))?;
+    let (runner, oid, record) = active_run(spec, table).await?;
     if !record.defer_cutover {
         return Err(CasError::WrongState {
             run: record.id,
@@ -314,6 +324,51 @@ pub async fn request_cutover(
     let holder_pid = liveness::holder(runner.client(), oid).await?;
     Ok(CutoverRequest {
         run: record.id,
+        running: holder_pid.is_some(),
+        holder_pid,
+    })
+}
+
+/// A session, and the table's OID and active run, for a request to that run.
+async fn active_run(
+    spec: &ConnectionSpec,
+    table: &QualifiedName,
+) -> Result<(Session, u32, RunRecord), CasError> {
+    let runner = session::open(spec, "pgshift").await?;
+    let oid = resolve_any(&runner, table).await?;
+    let record = store::active_for(runner.client(), oid)
+        .await?
+        .ok_or_else(|| CasError::NoSuchRun(format!("active run for {table}")))?;
+    Ok((runner, oid, record))
+}
+
+/// The answer to a pause or resume request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct ThrottleRequest {
+    /// The run.
+    pub run: i64,
+    /// Whether it is now asked to pause (`false`: to resume).
+    pub paused: bool,
+    /// Whether a process is running it now (it follows within a tick of its
+    /// throttle); if not, the request stands for when it is resumed.
+    pub running: bool,
+    /// The backend pid of that process.
+    pub holder_pid: Option<i32>,
+}
+
+/// Asks the active run of `table` to pause (`true`) or resume its work: recorded in
+/// the run record, which the running process reads on every tick of its throttle.
+pub async fn request_throttle(
+    spec: &ConnectionSpec,
+    table: &QualifiedName,
+    pause: bool,
+) -> Result<ThrottleRequest, CasError> {
+    let (runner, oid, record) = active_run(spec, table).await?;
+    throttle::record::set_paused(runner.client(), record.id, pause).await?;
+    let holder_pid = liveness::holder(runner.client(), oid).await?;
+    Ok(ThrottleRequest {
+        run: record.id,
+        paused: pause,
         running: holder_pid.is_some(),
         holder_pid,
     })

@@ -19,6 +19,7 @@ pub(super) async fn terminate_earlier_sessions(
         format!("pgshift-index-{}", plan.run),
         format!("pgshift-apply-{}", plan.run),
         format!("pgshift-verify-{}", plan.run),
+        crate::cas::throttle::controller_application(plan.run),
     ];
     terminate_sessions(client, &applications).await
 }

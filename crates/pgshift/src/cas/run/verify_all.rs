@@ -6,13 +6,14 @@ use std::time::Duration;
 use tokio_postgres::Client;
 
 use super::applier_task::ApplierTask;
-use super::copy::Workers;
+use super::copy::{ThrottleWatch, Workers};
 use super::{CasProgress, RunReport};
 use crate::cas::error::CasError;
 use crate::cas::plan::RunPlan;
 use crate::cas::session;
 use crate::cas::statements::Statements;
 use crate::cas::store::{self};
+use crate::cas::throttle::{Pacer, Throttle};
 use crate::cas::verify;
 use crate::connect::ConnectionSpec;
 
@@ -26,11 +27,13 @@ pub(super) async fn verify_all(
     plan: &RunPlan,
     statements: &Statements,
     applier: Option<&ApplierTask>,
+    throttle: &Throttle,
     estimate: i64,
     report: &mut RunReport,
     progress: &mut dyn CasProgress,
 ) -> Result<(), CasError> {
     store::set_verified(client, plan.run, false).await?;
+    let mut watch = ThrottleWatch::default();
     const MAX_PASSES: u32 = 3;
     let mut sessions = Vec::new();
     for _ in 0..plan.options.workers.max(1) {
@@ -42,11 +45,12 @@ pub(super) async fn verify_all(
         report.verification_passes += 1;
         let pass = Arc::new(verify::Pass::default());
         let mut workers = Workers(Vec::new());
-        for session in &sessions {
+        for (index, session) in sessions.iter().enumerate() {
             let (session, statements, pass) = (session.clone(), statements.clone(), pass.clone());
             let repair = plan.options.repair;
+            let pace = Pacer::new(throttle.clone(), index);
             workers.0.push(tokio::spawn(async move {
-                verify::worker(session.client(), &statements, &pass, repair).await
+                verify::worker(session.client(), &statements, &pass, repair, &pace).await
             }));
         }
         while !workers.0.is_empty() {
@@ -74,6 +78,7 @@ pub(super) async fn verify_all(
             for note in notes {
                 progress.note(&note);
             }
+            watch.report(throttle, progress);
             progress.verified(pass.verified.load(Ordering::Relaxed), estimate);
             if !workers.0.is_empty() {
                 tokio::time::sleep(Duration::from_millis(50)).await;
