@@ -259,6 +259,11 @@ async fn inv_oc_5_an_unwritable_probe_pauses_the_work_until_it_commits_again() {
     );
     assert!(report.throttle.iter().any(|e| e.writer_p99_ms.is_some()));
     assert_rewritten(&db);
+    assert_eq!(
+        value(&db, "SELECT count(*) FROM pgshift.throttle_probe"),
+        "0",
+        "the run's probe row is removed with its other engine objects"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -180,7 +180,7 @@ pub fn artifacts(db: &str) -> String {
         "SELECT coalesce(string_agg(x, ','), '') FROM ( \
            SELECT relname::text AS x FROM pg_class WHERE relname LIKE '\\_pgshift%' \
            UNION ALL SELECT 'table:' || relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
-                      WHERE nspname = 'pgshift' AND relname NOT LIKE 'runs%' AND relname NOT LIKE 'migrations%' \
+                      WHERE nspname = 'pgshift' AND relname NOT LIKE 'runs%' AND relname NOT LIKE 'migrations%' AND relname NOT LIKE 'throttle\\_probe%' \
            UNION ALL SELECT 'function:' || proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE nspname = 'pgshift' \
            UNION ALL SELECT 'trigger:' || tgname FROM pg_trigger WHERE tgname LIKE 'pgshift\\_%') a",
     )

@@ -56,6 +56,7 @@ impl ApplierTask {
             let mut limit = applier::BATCH_MIN;
             let mut rewound = Instant::now();
             let mut waits: u32 = 0;
+            let mut key_seen = false;
             while !stop_flag.load(Ordering::Relaxed) {
                 if !state.key_ready.load(Ordering::Acquire) {
                     // No key yet (the copy writes a bare heap): the entries wait in
@@ -68,11 +69,12 @@ impl ApplierTask {
                     tokio::time::sleep(KEY_WAIT).await;
                     continue;
                 }
-                if waits > 0 {
+                if !key_seen {
                     // The key is there: the backlog that gathered meanwhile is at its
                     // largest now, before the first batch (reported as the run's
-                    // largest backlog).
-                    waits = 0;
+                    // largest backlog) — noted even when this task first looks only
+                    // after the key was built (a busy runtime, or a resumed run).
+                    key_seen = true;
                     note_backlog(&applier, client, &max).await?;
                 }
                 let batch = {

@@ -1,5 +1,6 @@
 //! After the swap, and on abort: what is validated, dropped and removed.
 
+use crate::cas::throttle;
 use tokio_postgres::Client;
 
 use super::{CasProgress, RunReport};
@@ -104,6 +105,7 @@ pub(super) async fn drop_capture(
 }
 
 pub(super) async fn drop_engine_objects(client: &Client, names: &RunNames) -> Result<(), CasError> {
+    throttle::record::forget_probe(client, names.run()).await?;
     client
         .batch_execute(&format!(
             "DROP TABLE IF EXISTS {}; DROP FUNCTION IF EXISTS {}() CASCADE; DROP FUNCTION IF EXISTS {}() CASCADE",

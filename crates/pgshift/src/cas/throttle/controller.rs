@@ -64,6 +64,8 @@ impl Controller {
             last_state: String::new(),
         };
         tick.once(Some(&session)).await;
+        // The wait for the first reading is not time the work was held back.
+        throttle.0.paused_ms.store(0, Ordering::Relaxed);
         let stop = Arc::new(AtomicBool::new(false));
         let (flag, spec) = (stop.clone(), spec.clone());
         let handle = tokio::spawn(async move {

@@ -47,3 +47,17 @@ pub async fn set_paused(client: &Client, run: i64, paused: bool) -> Result<(), C
         .map_err(|e| CasError::db("recording the operator's pause", e))?;
     Ok(())
 }
+
+/// Removes run `run`'s row of the probe's table (the table itself is the engine's, like
+/// `pgshift.runs`, shared by every run of the database).
+pub async fn forget_probe(client: &Client, run: i64) -> Result<(), CasError> {
+    match client
+        .execute("DELETE FROM pgshift.throttle_probe WHERE run = $1", &[&run])
+        .await
+    {
+        Ok(_) => Ok(()),
+        // A database whose engine schema predates the throttle has no probe to forget.
+        Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::UNDEFINED_TABLE) => Ok(()),
+        Err(e) => Err(CasError::db("removing the run's probe row", e)),
+    }
+}
