@@ -66,11 +66,18 @@ fn spawn_run(
     db: &str,
     options: RunOptions,
 ) -> tokio::task::JoinHandle<Result<cas::RunReport, CasError>> {
-    let db = db.to_owned();
+    spawn_run_with(spec(db), options)
+}
+
+/// Starts the run in a task of its own, connected with `spec`.
+fn spawn_run_with(
+    spec: pgshift::connect::ConnectionSpec,
+    options: RunOptions,
+) -> tokio::task::JoinHandle<Result<cas::RunReport, CasError>> {
     tokio::spawn(async move {
         let statements = pgshift_sql::parse(STATEMENT).expect("valid");
         cas::start(
-            &spec(&db),
+            &spec,
             &statements[0],
             &QualifiedName::bare("t"),
             options,
@@ -352,6 +359,68 @@ async fn inv_lk_7_the_cutover_refuses_a_lagging_standby_and_leaves_the_source() 
     assert!(
         standbys.standbys.iter().all(|s| s.lag_before_ms.is_some()),
         "{standbys:?}"
+    );
+    assert_rewritten(&db);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn inv_oc_5_a_standby_position_the_role_cannot_read_pauses_the_work() {
+    let _turn = STANDBY_TURN.lock().await;
+    replica();
+    let db = table_db("throttle_hidden");
+    // A role that owns the table and may run copy-and-swap, but not read the
+    // standbys' positions (pg_stat_replication shows it NULL without
+    // pg_read_all_stats).
+    cluster()
+        .psql(
+            "postgres",
+            "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'throttle_owner') THEN CREATE ROLE throttle_owner LOGIN; END IF; END $$; \
+             REVOKE pg_read_all_stats FROM throttle_owner;",
+        )
+        .expect("role");
+    cluster()
+        .psql(
+            &db,
+            &format!(
+                "ALTER TABLE t OWNER TO throttle_owner; GRANT CREATE ON DATABASE \"{db}\" TO throttle_owner; \
+                 GRANT CREATE ON SCHEMA public TO throttle_owner; CREATE SCHEMA pgshift AUTHORIZATION throttle_owner;"
+            ),
+        )
+        .expect("grants");
+    assert_eq!(
+        common::cas::value(
+            &db,
+            "SET ROLE throttle_owner; SELECT count(*) FILTER (WHERE state IS NULL) || '/' || count(*) FROM pg_stat_replication",
+        ),
+        "1/1",
+        "the role sees the standby, but not its state"
+    );
+    let run = spawn_run_with(
+        common::cas::spec_as(&db, "throttle_owner"),
+        throttled(ThrottleLimits {
+            max_replica_lag_ms: Some(10_000),
+            ..OFF
+        }),
+    );
+    wait_for_phase(&db, "copying").await;
+    wait_for_throttle(&db, "pg_read_all_stats").await;
+    assert_copy_stays_paused(&db).await;
+    assert_eq!(rows_copied(&db), 0);
+    cluster()
+        .psql("postgres", "GRANT pg_read_all_stats TO throttle_owner")
+        .expect("grant");
+    let report = run.await.expect("task");
+    cluster()
+        .psql("postgres", "REVOKE pg_read_all_stats FROM throttle_owner")
+        .expect("revoke");
+    let report = report.expect("the run completes once the role may read");
+    assert!(
+        report
+            .throttle
+            .iter()
+            .any(|e| e.pace == Pace::Paused && e.reason.contains("pg_read_all_stats")),
+        "{:?}",
+        report.throttle
     );
     assert_rewritten(&db);
 }
