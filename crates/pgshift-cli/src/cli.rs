@@ -24,6 +24,8 @@ cutover: 0 swapped; 1 the run failed, no live process runs it, or no outcome wit
 --wait-timeout-s; 2 refused (the run's reason; or no deferred run to swap)
 cutover --no-wait: 0 requested, and a live process runs the run; 1 requested, but no
 process runs it (pgshift resume swaps it); 2 refused
+throttle --pause|--resume: 0 requested, and a live process runs the run (it follows
+within a second); 1 requested, but no process runs it (it holds when the run resumes)
 With --format json, stdout holds one JSON document, errors included (kind \"error\",
 code, message, hint, exit_code).";
 
@@ -134,6 +136,10 @@ pub enum Command {
     /// log, functions) and mark it aborted; refused once the swap has committed.
     #[command(after_help = EXIT_CODES)]
     Abort(RunTableArgs),
+    /// Pause or resume the work of a table's running copy-and-swap run (recorded in its
+    /// run record; the running process follows within a second).
+    #[command(after_help = EXIT_CODES)]
+    Throttle(ThrottleArgs),
     /// Let a run started with --defer-cutover swap now (it re-checks everything first),
     /// and wait for the outcome.
     #[command(after_help = EXIT_CODES)]
@@ -225,6 +231,22 @@ pub struct RunTableArgs {
     pub format: Format,
 }
 
+/// `pgshift throttle TABLE --pause|--resume`.
+#[derive(Debug, clap::Args)]
+#[group(id = "action", required = true, multiple = false, args = ["pause", "resume"])]
+pub struct ThrottleArgs {
+    /// The run.
+    #[command(flatten)]
+    pub run: RunTableArgs,
+    /// Pause the copy, index builds and verification (the change capture and the
+    /// applier go on, so the shadow stays in step).
+    #[arg(long)]
+    pub pause: bool,
+    /// Resume them (the throttle's own signals still pace them).
+    #[arg(long)]
+    pub resume: bool,
+}
+
 /// `pgshift cutover TABLE`.
 #[derive(Debug, clap::Args)]
 pub struct CutoverArgs {
@@ -287,6 +309,19 @@ pub struct CasArgs {
     /// `pgshift cutover TABLE` before swapping.
     #[arg(long)]
     pub defer_cutover: bool,
+    /// Throttle: pause the copy, index builds and verification while any standby's
+    /// replay lag is over this (slowed from half of it), and refuse the swap while a
+    /// standby does not replay within it (`500ms`, `10s`, `off`).
+    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = crate::throttle_arg::duration_ms)]
+    pub max_replica_lag: crate::throttle_arg::Limit,
+    /// Throttle: pause the work while the 99th-percentile commit latency of pgshift's
+    /// own probe transaction is over this (slowed from half of it; `off` to ignore).
+    #[arg(long, default_value = "50ms", value_name = "DURATION", value_parser = crate::throttle_arg::duration_ms)]
+    pub max_writer_p99: crate::throttle_arg::Limit,
+    /// Throttle: pause the work while the server writes WAL faster than this
+    /// (`64MB`, `512kB/s`; default off).
+    #[arg(long, default_value = "off", value_name = "RATE", value_parser = crate::throttle_arg::bytes_per_s)]
+    pub max_wal_rate: crate::throttle_arg::Limit,
 }
 
 impl CasArgs {
@@ -310,6 +345,12 @@ impl CasArgs {
             keep_old: self.keep_old,
             repair: self.on_divergence == DivergenceArg::Repair,
             defer_cutover: self.defer_cutover,
+            throttle: pgshift::cas::ThrottleLimits {
+                max_replica_lag_ms: self.max_replica_lag.0,
+                max_writer_p99_ms: self.max_writer_p99.0,
+                max_wal_bytes_per_s: self.max_wal_rate.0,
+                ..pgshift::cas::ThrottleLimits::default()
+            },
         }
     }
 }

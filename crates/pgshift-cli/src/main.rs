@@ -8,6 +8,7 @@ mod exit;
 mod render;
 mod signals;
 mod table_arg;
+mod throttle_arg;
 
 use std::process::ExitCode;
 

@@ -20,7 +20,8 @@
 //!   leftover directory.
 //! * [`shared_cluster`] gives every test of a test binary the same cluster,
 //!   and [`Cluster::fresh_database`] a database of its own.
-//! * [`Cluster::add_replica`] makes a streaming replica.
+//! * [`Cluster::add_replica`] makes a streaming replica; [`Cluster::pause_replay`],
+//!   [`Cluster::resume_replay`] and [`Cluster::replay_lags`] control and watch it.
 //!
 //! Clusters live under [`cache_root`] (`$PGSHIFT_EMBEDDED_DIR`, or
 //! `/tmp/pgshift-embedded-<uid>`); keep that path short, as unix socket paths
@@ -66,6 +67,7 @@ mod kept;
 mod lock;
 mod process;
 mod psql;
+mod replica;
 mod root;
 mod server;
 mod shared;
@@ -80,6 +82,7 @@ pub use fetch::{FetchPolicy, Fetched, PgCache, DEFAULT_FETCH_MAJOR, FETCH_ENV, P
 pub use install::{PgInstall, PgVersion, MIN_MAJOR};
 pub use kept::KeptCluster;
 pub use process::pid_alive;
+pub use replica::ReplayLag;
 pub use root::{cache_root, EMBEDDED_DIR_ENV};
 pub use shared::shared_cluster;
 pub use sweep::sweep_stale_clusters;

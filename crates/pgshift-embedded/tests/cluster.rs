@@ -423,3 +423,44 @@ fn failed_start_reports_the_server_log_and_cleans_up() {
     let dir = log.parent().expect("cluster dir");
     assert!(!dir.exists(), "{} left behind", dir.display());
 }
+
+#[test]
+fn replica_replay_pauses_and_resumes() {
+    let primary = start();
+    let replica = primary.add_replica().expect("replica");
+    primary
+        .wait_for_replay(&replica, Duration::from_secs(30))
+        .expect("caught up");
+    replica.pause_replay().expect("pause");
+    assert!(replica.replay_paused().expect("state"));
+    let paused_at = replica.replay_lsn().expect("lsn");
+    primary
+        .psql(
+            "postgres",
+            "CREATE TABLE while_paused AS SELECT generate_series(1, 10000) AS id;",
+        )
+        .expect("write on primary");
+    // The WAL arrives but is not replayed: the primary sees the standby behind by
+    // at least what was written, and the standby has not moved.
+    let behind = eventually(Duration::from_secs(20), || {
+        primary
+            .replay_lags()
+            .is_ok_and(|lags| lags.len() == 1 && lags[0].bytes > 100_000)
+    });
+    assert!(behind, "lag: {:?}", primary.replay_lags());
+    assert_eq!(replica.replay_lsn().expect("lsn"), paused_at);
+    assert!(replica
+        .psql("postgres", "SELECT count(*) FROM while_paused")
+        .is_err());
+    replica.resume_replay().expect("resume");
+    primary
+        .wait_for_replay(&replica, Duration::from_secs(30))
+        .expect("caught up again");
+    assert_eq!(
+        replica
+            .psql("postgres", "SELECT count(*) FROM while_paused")
+            .expect("replayed")
+            .trim(),
+        "10000"
+    );
+}

@@ -136,6 +136,10 @@ refusal_causes! {
     /// The file system the run would write the shadow (or WAL) to has less free space
     /// than the run's estimated need.
     InsufficientDiskSpace = "insufficient-disk-space", Unsafe;
+    /// A standby did not replay the WAL written before the cutover within
+    /// `--max-replica-lag`, or its replay position cannot be read: the swap's lock
+    /// would reach it late, so the swap is not made.
+    StandbyLagging = "standby-lagging", Unsafe;
 }
 
 impl fmt::Display for RefusalCause {

@@ -33,6 +33,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Resume(args) => runs::resume(&args),
         Command::Abort(args) => runs::abort(&args),
         Command::Cutover(args) => runs::cutover(&args),
+        Command::Throttle(args) => runs::throttle(&args),
         Command::Demo(args) => demo::run(&args),
         Command::Explain(args) => explain::run(&args),
         Command::Completions(args) => shell::completions(&args),

@@ -9,7 +9,7 @@ use pgshift::exec::allow_blocking::command_line_name;
 use pgshift::report;
 use serde::Serialize;
 
-use crate::cli::{CutoverArgs, Format, RunTableArgs, StatusArgs};
+use crate::cli::{CutoverArgs, Format, RunTableArgs, StatusArgs, ThrottleArgs};
 use crate::errors::CliError;
 use crate::exit;
 use crate::render;
@@ -32,6 +32,10 @@ struct RunLine {
     created_at: String,
     updated_at: String,
     error: Option<String>,
+    /// Whether an operator paused it (`pgshift throttle TABLE --pause`).
+    throttle_paused: bool,
+    /// The throttle's state as the running process last recorded it.
+    throttle: Option<String>,
     /// For an active run: whether a live process holds it (`null` once done).
     live: Option<bool>,
     /// The backend pid of that process.
@@ -59,6 +63,8 @@ impl RunLine {
             created_at: record.created_at.clone(),
             updated_at: record.updated_at.clone(),
             error: record.error.clone(),
+            throttle_paused: record.throttle_paused,
+            throttle: record.throttle.clone(),
             live,
             holder_pid: status.holder_pid,
             next: next_step(status),
@@ -237,6 +243,16 @@ fn status_text(lines: &[RunLine]) -> String {
         if let Some(error) = &line.error {
             let _ = writeln!(out, "    stopped: {error}");
         }
+        if line.throttle_paused {
+            let _ = writeln!(
+                out,
+                "    paused by an operator (pgshift throttle {} --resume resumes it)",
+                line.table
+            );
+        }
+        if let (Some(throttle), Some(true)) = (&line.throttle, line.live) {
+            let _ = writeln!(out, "    throttle: {throttle}");
+        }
         if let Some(next) = &line.next {
             let _ = writeln!(out, "    next: {next}");
         }
@@ -351,6 +367,43 @@ pub fn cutover(args: &CutoverArgs) -> u8 {
     print_result("cutover", run.format, &table, code, &result, &text)
 }
 
+/// `pgshift throttle TABLE --pause|--resume`: records the request in the run record.
+/// Only a request: it never says the run is paused, only that the process running it
+/// will follow (exit 0), or that none does (exit 1; the request holds on resume).
+pub fn throttle(args: &ThrottleArgs) -> u8 {
+    let run = &args.run;
+    let table = command_line_name(&run.table);
+    let result = (|| -> Result<cas::ThrottleRequest, CliError> {
+        let spec = super::spec(run.url.as_deref())?;
+        let runtime = super::runtime()?;
+        runtime
+            .block_on(cas::request_throttle(&spec, &run.table, args.pause))
+            .map_err(|err| cas_error(&err, &table))
+    })();
+    let request = match result {
+        Ok(request) => request,
+        Err(err) => return err.report("throttle", run.format),
+    };
+    let what = if request.paused { "Pause" } else { "Resume" };
+    let (code, text) = match request.holder_pid {
+        Some(pid) => (
+            exit::OK,
+            format!(
+                "{what} requested for run {}: the process running it (backend pid {pid}) follows within a second; `pgshift status` shows its throttle.\n",
+                request.run
+            ),
+        ),
+        None => (
+            exit::INPUT_ERROR,
+            format!(
+                "{what} recorded for run {}, but no live process is running it: the request holds when it is resumed (pgshift resume {table}).\n",
+                request.run
+            ),
+        ),
+    };
+    print_result("throttle", run.format, &table, code, &request, &text)
+}
+
 /// The exit code, the text and the next step of a cutover.
 fn cutover_verdict(
     request: &CutoverRequest,
@@ -383,7 +436,9 @@ fn cutover_verdict(
             exit::OK,
             format!(
                 "Run {run} swapped: {table} is the rewritten table now.\n{}",
-                report.as_ref().map_or_else(String::new, render::cas_report)
+                report
+                    .as_deref()
+                    .map_or_else(String::new, render::cas_report)
             ),
             None,
         ),

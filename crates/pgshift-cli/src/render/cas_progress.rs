@@ -28,6 +28,11 @@ pub struct CasView {
     /// The last tenth printed (plain lines) and the last JSON line's time.
     last_tenth: i64,
     last_json: Option<Instant>,
+    /// The throttle's pace (`open`, `slow`, `paused`), and the time this phase spent
+    /// paused (left out of its rate, so the ETA is the time left once it runs again).
+    pace: &'static str,
+    paused_since: Option<Instant>,
+    paused_in_phase: Duration,
 }
 
 impl CasView {
@@ -41,7 +46,17 @@ impl CasView {
             phase_started: Instant::now(),
             last_tenth: -1,
             last_json: None,
+            pace: "open",
+            paused_since: None,
+            paused_in_phase: Duration::ZERO,
         }
+    }
+
+    /// Time this phase has spent working (not paused by the throttle).
+    fn working(&self) -> Duration {
+        let paused =
+            self.paused_in_phase + self.paused_since.map_or(Duration::ZERO, |at| at.elapsed());
+        self.phase_started.elapsed().saturating_sub(paused)
     }
 
     fn elapsed_ms(&self) -> u64 {
@@ -61,7 +76,7 @@ impl CasView {
 
     /// Rows per second in this phase, and the seconds left at that rate.
     fn rate_and_eta(&self, rows: i64, estimate: i64) -> (f64, Option<f64>) {
-        let seconds = self.phase_started.elapsed().as_secs_f64().max(0.001);
+        let seconds = self.working().as_secs_f64().max(0.001);
         let rate = rows as f64 / seconds;
         let eta = (rate > 0.0 && estimate > rows).then(|| (estimate - rows) as f64 / rate);
         (rate, eta)
@@ -82,6 +97,7 @@ impl CasView {
                             "rows_per_second": rate.round(),
                             "eta_seconds": eta.map(f64::round),
                             "change_log_backlog": backlog,
+                            "throttle": self.pace,
                             "elapsed_ms": self.elapsed_ms(),
                         })
                     );
@@ -102,7 +118,7 @@ impl CasView {
                 bar.set_prefix(what.to_owned());
                 bar.set_length(u64::try_from(estimate.max(rows)).unwrap_or(0));
                 bar.set_position(u64::try_from(rows).unwrap_or(0));
-                bar.set_message(details(rate, eta, backlog));
+                bar.set_message(details(rate, eta, backlog, self.pace));
             }
             Style::Lines => {
                 let tenth = if estimate > 0 {
@@ -114,7 +130,7 @@ impl CasView {
                     self.last_tenth = tenth;
                     eprintln!(
                         "  {what}: {rows} of ~{estimate} rows{}",
-                        details(rate, eta, backlog)
+                        details(rate, eta, backlog, self.pace)
                     );
                 }
             }
@@ -122,10 +138,17 @@ impl CasView {
     }
 }
 
-fn details(rate: f64, eta: Option<f64>, backlog: Option<i64>) -> String {
+fn details(rate: f64, eta: Option<f64>, backlog: Option<i64>, pace: &str) -> String {
     let mut out = format!(" · {:.0} rows/s", rate);
     if let Some(eta) = eta {
-        out.push_str(&format!(" · ETA {}", seconds(eta)));
+        if pace == "paused" {
+            out.push_str(&format!(" · ETA {} once resumed", seconds(eta)));
+        } else {
+            out.push_str(&format!(" · ETA {}", seconds(eta)));
+        }
+    }
+    if pace != "open" {
+        out.push_str(&format!(" · throttle: {pace}"));
     }
     if let Some(backlog) = backlog {
         out.push_str(&format!(" · change log {backlog}"));
@@ -167,6 +190,10 @@ impl CasProgress for CasView {
         self.phase_started = Instant::now();
         self.last_tenth = -1;
         self.last_json = None;
+        self.paused_in_phase = Duration::ZERO;
+        if self.paused_since.is_some() {
+            self.paused_since = Some(Instant::now());
+        }
         match self.style {
             Style::Json => eprintln!(
                 "{}",
@@ -184,6 +211,36 @@ impl CasProgress for CasView {
 
     fn verified(&mut self, rows: i64, estimate: i64) {
         self.counted("verifying", rows, estimate, None);
+    }
+
+    fn throttled(&mut self, pace: &str, why: &str, paused_ms: u64) {
+        self.pace = match pace {
+            "paused" => "paused",
+            "slow" => "slow",
+            _ => "open",
+        };
+        match (self.pace, self.paused_since) {
+            ("paused", None) => self.paused_since = Some(Instant::now()),
+            ("paused", Some(_)) => {}
+            (_, Some(at)) => {
+                self.paused_in_phase += at.elapsed();
+                self.paused_since = None;
+            }
+            _ => {}
+        }
+        match self.style {
+            Style::Json => eprintln!(
+                "{}",
+                json!({"event": "throttle", "pace": self.pace, "reason": why, "paused_ms": paused_ms, "elapsed_ms": self.elapsed_ms()})
+            ),
+            Style::Bar | Style::Lines if self.pace == "open" => {
+                eprintln!(
+                    "  throttle: open again (paused {} in all)",
+                    seconds(paused_ms as f64 / 1_000.0)
+                )
+            }
+            Style::Bar | Style::Lines => eprintln!("  throttle: {}: {why}", self.pace),
+        }
     }
 
     fn note(&mut self, text: &str) {

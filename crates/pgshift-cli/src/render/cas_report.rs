@@ -48,6 +48,34 @@ pub fn cas_report(report: &RunReport) -> String {
             swap.drained
         );
     }
+    let pauses = report
+        .throttle
+        .iter()
+        .filter(|e| e.pace == pgshift::cas::Pace::Paused)
+        .count();
+    if report.throttled_ms > 0 || pauses > 0 {
+        let _ = writeln!(
+            out,
+            "  throttle: paused {} in all ({} decision{} recorded in the report)",
+            millis(report.throttled_ms),
+            report.throttle.len(),
+            if report.throttle.len() == 1 { "" } else { "s" }
+        );
+    }
+    for standby in report.standbys.iter().flat_map(|s| &s.standbys) {
+        let _ = writeln!(
+            out,
+            "  standby {:?}: behind by {} at the swap, replayed it {}",
+            standby.name,
+            standby
+                .behind_at_swap_bytes
+                .map_or_else(|| "an unknown amount".to_owned(), |b| format!("{b} bytes")),
+            standby.replayed_swap_after_ms.map_or_else(
+                || "not within the wait".to_owned(),
+                |ms| format!("{} after the commit", millis(ms))
+            )
+        );
+    }
     for fk in &report.unvalidated_foreign_keys {
         let _ = writeln!(out, "  NOT VALIDATED (left NOT VALID): {fk}");
     }

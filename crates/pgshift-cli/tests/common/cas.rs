@@ -99,7 +99,7 @@ pub fn debris(cluster: &Cluster, db: &str) -> String {
         "SELECT coalesce(string_agg(x, ','), '') FROM ( \
            SELECT relname::text AS x FROM pg_class WHERE relname LIKE '\\_pgshift%' \
            UNION ALL SELECT 'table:' || relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
-                      WHERE nspname = 'pgshift' AND c.relkind = 'r' AND relname <> 'runs' \
+                      WHERE nspname = 'pgshift' AND c.relkind = 'r' AND relname NOT IN ('runs', 'throttle_probe') \
            UNION ALL SELECT 'function:' || proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE nspname = 'pgshift' \
            UNION ALL SELECT 'trigger:' || tgname FROM pg_trigger WHERE tgname LIKE 'pgshift\\_%' \
            UNION ALL SELECT 'run:' || id FROM pgshift.runs WHERE phase <> 'done' \

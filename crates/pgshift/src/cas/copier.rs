@@ -17,6 +17,7 @@ use super::keys::KeyValue;
 use super::ledger::{Chunk, Ledger};
 use super::statements::Statements;
 use super::store;
+use super::throttle::Pacer;
 
 /// Shared state of the copy workers and the applier.
 pub struct CopyState {
@@ -141,9 +142,15 @@ pub async fn worker(
     statements: &Statements,
     state: &CopyState,
     sizing: Sizing,
+    pace: &Pacer,
 ) -> Result<(), CasError> {
     let mut rows = sizing.first_rows;
-    while let Some(chunk) = cut(client, statements, state, rows).await? {
+    loop {
+        // The throttle's word before each chunk is cut (INV: OC-5).
+        pace.admit().await;
+        let Some(chunk) = cut(client, statements, state, rows).await? else {
+            break;
+        };
         let started = Instant::now();
         match copy_chunk(client, statements, &chunk).await {
             Ok(inserted) => {

@@ -113,7 +113,7 @@ pub enum CutoverOutcome {
     /// The run swapped and finished.
     Swapped {
         /// The run's final report, when it stored one.
-        report: Option<RunReport>,
+        report: Option<Box<RunReport>>,
     },
     /// The run stopped with a refusal (or a divergence): nothing swapped.
     Refused {
@@ -201,7 +201,8 @@ fn settled(record: &RunRecord) -> Option<CutoverOutcome> {
             report: record
                 .report
                 .clone()
-                .and_then(|value| serde_json::from_value(value).ok()),
+                .and_then(|value| serde_json::from_value(value).ok())
+                .map(Box::new),
         }),
         Phase::Aborted => Some(CutoverOutcome::Gone),
         Phase::Failed => {

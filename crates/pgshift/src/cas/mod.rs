@@ -25,6 +25,7 @@ pub mod shadow;
 pub mod source;
 pub mod statements;
 pub mod store;
+pub mod throttle;
 pub mod verify;
 
 pub use error::CasError;
@@ -35,4 +36,6 @@ pub use run::{
     abort, request_cutover, resume, resume_id, start, start_request, status, CasProgress,
     CutoverRequest, Request, RunReport, Silent,
 };
+pub use run::{request_throttle, ThrottleRequest};
 pub use store::{Phase, RunRecord};
+pub use throttle::{Pace, ThrottleEvent, ThrottleLimits};

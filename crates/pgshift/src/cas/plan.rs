@@ -142,6 +142,9 @@ pub struct RunOptions {
     pub repair: bool,
     /// Wait for `pgshift cutover` after verification.
     pub defer_cutover: bool,
+    /// The throttle's limits (runs recorded before the throttle get its defaults).
+    #[serde(default)]
+    pub throttle: super::throttle::ThrottleLimits,
 }
 
 /// Everything a run needs, recorded with it.

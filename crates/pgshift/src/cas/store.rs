@@ -91,7 +91,10 @@ CREATE TABLE IF NOT EXISTS pgshift.runs (
 );
 CREATE UNIQUE INDEX IF NOT EXISTS runs_one_active_per_table ON pgshift.runs (source_oid)
     WHERE phase NOT IN ('done', 'aborted');
-ALTER TABLE pgshift.runs ADD COLUMN IF NOT EXISTS label text;";
+ALTER TABLE pgshift.runs ADD COLUMN IF NOT EXISTS label text;
+ALTER TABLE pgshift.runs ADD COLUMN IF NOT EXISTS throttle_paused boolean NOT NULL DEFAULT false,
+    ADD COLUMN IF NOT EXISTS throttle text;
+CREATE TABLE IF NOT EXISTS pgshift.throttle_probe (run bigint PRIMARY KEY, at timestamptz NOT NULL);";
 
 /// A run as recorded.
 #[derive(Clone, Debug)]
@@ -132,6 +135,10 @@ pub struct RunRecord {
     pub updated_at: String,
     /// The final report, once done.
     pub report: Option<serde_json::Value>,
+    /// Whether an operator paused it (`pgshift throttle TABLE --pause`).
+    pub throttle_paused: bool,
+    /// The throttle's state as the running process last recorded it.
+    pub throttle: Option<String>,
 }
 
 fn db(what: &'static str) -> impl FnOnce(tokio_postgres::Error) -> CasError {
@@ -288,8 +295,8 @@ const SELECT: &str = "SELECT id, source_oid, statement, phase, resume_phase, pla
      landed_prefix::pg_catalog.text, copy_finished, rows_copied, verified, defer_cutover, cutover_requested, error, \
      pg_catalog.quote_ident(source_schema) || '.' || pg_catalog.quote_ident(source_name), label, \
      pg_catalog.to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), \
-     pg_catalog.to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), report::pg_catalog.text \
-     FROM pgshift.runs";
+     pg_catalog.to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), report::pg_catalog.text, \
+     throttle_paused, throttle FROM pgshift.runs";
 
 fn record(row: &tokio_postgres::Row) -> Result<RunRecord, CasError> {
     let phase: String = row.get(3);
@@ -323,6 +330,8 @@ fn record(row: &tokio_postgres::Row) -> Result<RunRecord, CasError> {
         report: row
             .get::<_, Option<String>>(17)
             .and_then(|text| serde_json::from_str(&text).ok()),
+        throttle_paused: row.get(18),
+        throttle: row.get(19),
     })
 }
 

@@ -18,6 +18,7 @@ use tokio_postgres::Client;
 use super::error::CasError;
 use super::keys::KeyValue;
 use super::statements::Statements;
+use super::throttle::Pacer;
 
 /// A chunk compared: rows of the source, rows of the join, and the differences.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -230,8 +231,14 @@ pub async fn worker(
     statements: &Statements,
     pass: &Pass,
     repair_diverged: bool,
+    pace: &Pacer,
 ) -> Result<(), CasError> {
-    while let Some((lo, hi)) = pass.take(client, statements).await? {
+    loop {
+        // The throttle's word before each range (INV: OC-5).
+        pace.admit().await;
+        let Some((lo, hi)) = pass.take(client, statements).await? else {
+            break;
+        };
         verify_range(client, statements, pass, repair_diverged, lo, hi).await?;
     }
     Ok(())

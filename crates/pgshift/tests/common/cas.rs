@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use pgshift::cas::{self, CasProgress, CutoverBudgets, Mode, Phase, RunOptions};
+use pgshift::cas::{self, CasProgress, CutoverBudgets, Mode, Phase, RunOptions, ThrottleLimits};
 use pgshift::connect::ConnectionSpec;
 use pgshift_sql::QualifiedName;
 
@@ -28,6 +28,15 @@ pub fn options(mode: Mode) -> RunOptions {
         keep_old: false,
         repair: false,
         defer_cutover: false,
+        // The throttle's signals consulted by the throttle's own tests only: on a
+        // shared, loaded test machine the default writer-latency limit would pace
+        // every other test.
+        throttle: ThrottleLimits {
+            max_replica_lag_ms: None,
+            max_writer_p99_ms: None,
+            max_wal_bytes_per_s: None,
+            ..ThrottleLimits::default()
+        },
     }
 }
 
@@ -171,7 +180,7 @@ pub fn artifacts(db: &str) -> String {
         "SELECT coalesce(string_agg(x, ','), '') FROM ( \
            SELECT relname::text AS x FROM pg_class WHERE relname LIKE '\\_pgshift%' \
            UNION ALL SELECT 'table:' || relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
-                      WHERE nspname = 'pgshift' AND relname NOT LIKE 'runs%' AND relname NOT LIKE 'migrations%' \
+                      WHERE nspname = 'pgshift' AND relname NOT LIKE 'runs%' AND relname NOT LIKE 'migrations%' AND relname NOT LIKE 'throttle\\_probe%' \
            UNION ALL SELECT 'function:' || proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE nspname = 'pgshift' \
            UNION ALL SELECT 'trigger:' || tgname FROM pg_trigger WHERE tgname LIKE 'pgshift\\_%') a",
     )

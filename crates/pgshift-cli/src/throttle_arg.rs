@@ -1,0 +1,84 @@
+//! The throttle's limits on the command line: a duration (`500ms`, `10s`, `2m`), a
+//! rate of bytes per second (`64MB`, `512kB/s`; units of 1024 as PostgreSQL writes
+//! them), or `off`.
+
+/// A limit; `None` is `off`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limit(pub Option<u64>);
+
+fn split(text: &str) -> Result<(u64, String), String> {
+    let text = text.trim();
+    let digits = text.chars().take_while(char::is_ascii_digit).count();
+    if digits == 0 {
+        return Err(format!(
+            "{text:?} does not start with a number (or say `off`)"
+        ));
+    }
+    let (number, unit) = text.split_at(digits);
+    let number = number
+        .parse::<u64>()
+        .map_err(|_| format!("{number:?} is too large"))?;
+    Ok((number, unit.trim().to_owned()))
+}
+
+/// A duration in milliseconds, or `off`.
+pub fn duration_ms(text: &str) -> Result<Limit, String> {
+    if text.trim().eq_ignore_ascii_case("off") {
+        return Ok(Limit(None));
+    }
+    let (number, unit) = split(text)?;
+    let factor = match unit.as_str() {
+        "ms" => 1,
+        "s" | "" => 1_000,
+        "m" | "min" => 60_000,
+        _ => return Err(format!("unknown unit {unit:?}: use ms, s or m (or `off`)")),
+    };
+    number
+        .checked_mul(factor)
+        .map(|ms| Limit(Some(ms)))
+        .ok_or_else(|| format!("{text:?} is too long"))
+}
+
+/// Bytes per second, or `off`.
+pub fn bytes_per_s(text: &str) -> Result<Limit, String> {
+    if text.trim().eq_ignore_ascii_case("off") {
+        return Ok(Limit(None));
+    }
+    let (number, unit) = split(text)?;
+    let unit = unit.strip_suffix("/s").unwrap_or(&unit);
+    let factor: u64 = match unit {
+        "B" | "" => 1,
+        "kB" => 1 << 10,
+        "MB" => 1 << 20,
+        "GB" => 1 << 30,
+        _ => {
+            return Err(format!(
+                "unknown unit {unit:?}: use B, kB, MB or GB (per second), or `off`"
+            ))
+        }
+    };
+    number
+        .checked_mul(factor)
+        .map(|b| Limit(Some(b)))
+        .ok_or_else(|| format!("{text:?} is too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_parse_with_their_units() {
+        assert_eq!(duration_ms("10s"), Ok(Limit(Some(10_000))));
+        assert_eq!(duration_ms("500ms"), Ok(Limit(Some(500))));
+        assert_eq!(duration_ms("2m"), Ok(Limit(Some(120_000))));
+        assert_eq!(duration_ms("off"), Ok(Limit(None)));
+        assert!(duration_ms("ten").is_err());
+        assert!(duration_ms("10h").is_err());
+        assert_eq!(bytes_per_s("64MB"), Ok(Limit(Some(64 << 20))));
+        assert_eq!(bytes_per_s("512kB/s"), Ok(Limit(Some(512 << 10))));
+        assert_eq!(bytes_per_s("OFF"), Ok(Limit(None)));
+        assert!(bytes_per_s("1TB").is_err());
+        assert!(bytes_per_s("99999999999999999999GB").is_err());
+    }
+}

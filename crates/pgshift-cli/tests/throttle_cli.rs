@@ -1,0 +1,77 @@
+//! `pgshift throttle TABLE --pause|--resume`: only a request (exit 0 when a live
+//! process runs the run, which follows; 1 when none does; 2 when there is no run), one
+//! JSON document with `--format json`, and `status` showing the pause.
+
+mod common;
+
+use common::cas::{database, spawn, wait_for_phase, REWRITE};
+use common::pgshift;
+
+fn json(stdout: &str) -> serde_json::Value {
+    serde_json::from_str(stdout).unwrap_or_else(|e| panic!("one JSON document ({e}):\n{stdout}"))
+}
+
+#[test]
+fn throttle_requests_a_pause_and_a_resume_of_a_running_run() {
+    let (cluster, db) = database("throttle_cli", 2_000);
+    let url = cluster.url(&db);
+    let none = pgshift(&[
+        "throttle", "--url", &url, "items", "--pause", "--format", "json",
+    ]);
+    assert_eq!(none.code, 2, "{}\n{}", none.stdout, none.stderr);
+    assert_eq!(json(&none.stdout)["code"], "no-such-run", "{}", none.stdout);
+
+    // A run waiting in `ready` (a live process holds it) takes requests.
+    let mut run = spawn(&[
+        "apply",
+        "--url",
+        &url,
+        "--defer-cutover",
+        "--max-writer-p99",
+        "off",
+        "--sql",
+        REWRITE,
+    ]);
+    wait_for_phase(cluster, &db, "ready", &mut run);
+    let paused = pgshift(&[
+        "throttle", "--url", &url, "items", "--pause", "--format", "json",
+    ]);
+    assert_eq!(paused.code, 0, "{}\n{}", paused.stdout, paused.stderr);
+    let doc = json(&paused.stdout);
+    assert_eq!(doc["command"], "throttle");
+    assert_eq!(doc["result"]["paused"], true);
+    assert_eq!(doc["result"]["running"], true);
+    let status = pgshift(&["status", "--url", &url, "--format", "json"]);
+    assert_eq!(
+        json(&status.stdout)["runs"][0]["throttle_paused"],
+        true,
+        "{}",
+        status.stdout
+    );
+    let text = pgshift(&["status", "--url", &url]);
+    assert!(
+        text.stdout.contains("paused by an operator"),
+        "{}",
+        text.stdout
+    );
+    let resumed = pgshift(&["throttle", "--url", &url, "items", "--resume"]);
+    assert_eq!(resumed.code, 0, "{}\n{}", resumed.stdout, resumed.stderr);
+    assert!(
+        resumed.stdout.starts_with("Resume requested"),
+        "{}",
+        resumed.stdout
+    );
+    assert!(
+        !resumed.stdout.contains("done"),
+        "a request never says done: {}",
+        resumed.stdout
+    );
+    let swapped = pgshift(&["cutover", "--url", &url, "items"]);
+    assert_eq!(swapped.code, 0, "{}\n{}", swapped.stdout, swapped.stderr);
+    let output = run.wait_with_output().expect("apply ends");
+    assert_eq!(output.status.code(), Some(0));
+
+    // Neither of --pause and --resume: a usage error (nothing ran).
+    let neither = pgshift(&["throttle", "--url", &url, "items"]);
+    assert_eq!(neither.code, 1, "{}", neither.stderr);
+}

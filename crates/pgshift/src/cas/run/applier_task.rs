@@ -1,0 +1,127 @@
+//! The background applier of a live run: a task that keeps the shadow in step with
+//! the change log while the copy, the index builds and verification go on, pausable
+//! for each index build and for the swap.
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::Mutex;
+use tokio_postgres::Client;
+
+use crate::cas::applier::{self, Applier};
+use crate::cas::copier::CopyState;
+use crate::cas::error::CasError;
+use crate::cas::statements::Statements;
+use crate::connect::Session;
+
+/// How often the background applier, when caught up, reads the change log from its
+/// start again (see [`Applier::rewind`]).
+pub(super) const REWIND_EVERY: Duration = Duration::from_secs(2);
+
+/// Samples the change log's backlog into the run's largest.
+pub(super) async fn note_backlog(
+    applier: &Applier,
+    client: &Client,
+    max: &AtomicI64,
+) -> Result<(), CasError> {
+    max.fetch_max(applier.backlog(client).await?, Ordering::Relaxed);
+    Ok(())
+}
+
+/// How often the background applier looks again whether the shadow has its key.
+pub(super) const KEY_WAIT: Duration = Duration::from_millis(100);
+
+/// The background applier: runs until stopped, pausable for the swap (and for each
+/// index build). It applies nothing until the shadow has its primary key
+/// ([`CopyState::key_ready`]). It applies in
+/// batches of [`applier::BATCH_MIN`] entries, larger while batches come back full,
+/// and pauses for [`applier::PAUSE`] after a batch that was not.
+pub(super) struct ApplierTask {
+    pub(super) stop: Arc<AtomicBool>,
+    pub(super) gate: Arc<Mutex<()>>,
+    pub(super) backlog_max: Arc<AtomicI64>,
+    pub(super) handle: tokio::task::JoinHandle<Result<(), CasError>>,
+}
+
+impl ApplierTask {
+    pub(super) fn spawn(session: Session, statements: Statements, state: Arc<CopyState>) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let gate = Arc::new(Mutex::new(()));
+        let backlog_max = Arc::new(AtomicI64::new(0));
+        let (stop_flag, gate_lock, max) = (stop.clone(), gate.clone(), backlog_max.clone());
+        let handle = tokio::spawn(async move {
+            let mut applier = Applier::new(statements);
+            let client = session.client();
+            let mut ticks: u32 = 0;
+            let mut limit = applier::BATCH_MIN;
+            let mut rewound = Instant::now();
+            let mut waits: u32 = 0;
+            let mut key_seen = false;
+            while !stop_flag.load(Ordering::Relaxed) {
+                if !state.key_ready.load(Ordering::Acquire) {
+                    // No key yet (the copy writes a bare heap): the entries wait in
+                    // the log; once the key is built every chunk has landed, so
+                    // every entry is applied then.
+                    waits = waits.wrapping_add(1);
+                    if waits % 20 == 0 {
+                        note_backlog(&applier, client, &max).await?;
+                    }
+                    tokio::time::sleep(KEY_WAIT).await;
+                    continue;
+                }
+                if !key_seen {
+                    // The key is there: the backlog that gathered meanwhile is at its
+                    // largest now, before the first batch (reported as the run's
+                    // largest backlog) — noted even when this task first looks only
+                    // after the key was built (a busy runtime, or a resumed run).
+                    key_seen = true;
+                    note_backlog(&applier, client, &max).await?;
+                }
+                let batch = {
+                    let _open = gate_lock.lock().await;
+                    applier.step(client, &state.ledger, limit).await?
+                };
+                ticks = ticks.wrapping_add(1);
+                if ticks % 50 == 0 {
+                    note_backlog(&applier, client, &max).await?;
+                }
+                let pause;
+                (limit, pause) = applier::next_limit(limit, batch.read);
+                if pause {
+                    // Caught up: now and then, read the log from its start again for
+                    // entries committed after a later one was read, so that they do
+                    // not wait for the swap's drain.
+                    if rewound.elapsed() >= REWIND_EVERY {
+                        applier.rewind();
+                        rewound = Instant::now();
+                    }
+                    tokio::time::sleep(applier::PAUSE).await;
+                }
+            }
+            Ok(())
+        });
+        ApplierTask {
+            stop,
+            gate,
+            backlog_max,
+            handle,
+        }
+    }
+
+    /// Fails if the applier stopped with an error.
+    pub(super) fn check(&self) -> Result<(), CasError> {
+        if self.handle.is_finished() && !self.stop.load(Ordering::Relaxed) {
+            return Err(CasError::ApplierStopped);
+        }
+        Ok(())
+    }
+
+    pub(super) async fn stop(self) -> Result<i64, CasError> {
+        self.stop.store(true, Ordering::Relaxed);
+        let max = self.backlog_max.load(Ordering::Relaxed);
+        match self.handle.await {
+            Ok(result) => result.map(|()| max),
+            Err(e) => Err(CasError::Record(format!("the applier task failed: {e}"))),
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! The copy phase as the run drives it: the copy workers, and what a resumed copy
+//! removes first.
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_postgres::Client;
+
+use super::applier_task::ApplierTask;
+use super::indexes::ensure_key;
+use super::sessions::terminate_copiers;
+use super::CasProgress;
+use crate::cas::copier::{self, CopyState, Sizing};
+use crate::cas::error::CasError;
+use crate::cas::plan::RunPlan;
+use crate::cas::session;
+use crate::cas::statements::Statements;
+use crate::cas::store::RunRecord;
+use crate::cas::throttle::{reason_kind, Pace, Pacer, Throttle};
+use crate::connect::ConnectionSpec;
+
+/// Before copying again after a stop: wait for any chunk transaction of the dead
+/// process (its backend may still be running), then remove shadow rows above the
+/// landed prefix — their change-log entries may have been discarded as uncut, and the
+/// copy (which never overwrites) would keep them stale.
+///
+/// The shadow has no index during the copy, so this is a sequential scan of it, once
+/// per resume. Only where that `DELETE` is refused for want of a replica identity (the
+/// shadow is in a publication `FOR ALL TABLES` that publishes deletes, and its replica
+/// identity is the missing key) is the key built first — over rows copied once each —
+/// and the copy goes on with it.
+pub(super) async fn resume_copy(
+    client: &Client,
+    plan: &RunPlan,
+    statements: &Statements,
+    record: &RunRecord,
+    state: &CopyState,
+) -> Result<(), CasError> {
+    if record.copy_finished {
+        return Ok(());
+    }
+    terminate_copiers(client, plan).await?;
+    let lo = record.landed_prefix.clone();
+    let sql = statements.delete_range(lo.is_some(), false);
+    let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = lo
+        .iter()
+        .flat_map(|v| {
+            v.iter()
+                .map(|s| s as &(dyn tokio_postgres::types::ToSql + Sync))
+        })
+        .collect();
+    match client.execute(&sql, &params).await {
+        Ok(_) => Ok(()),
+        Err(e)
+            if e.code()
+                == Some(&tokio_postgres::error::SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE)
+                && !state.key_ready.load(Ordering::Acquire) =>
+        {
+            ensure_key(client, plan).await?;
+            state.key_ready.store(true, Ordering::Release);
+            client
+                .execute(&sql, &params)
+                .await
+                .map_err(|e| CasError::db("removing rows above the landed prefix", e))?;
+            Ok(())
+        }
+        Err(e) => Err(CasError::db("removing rows above the landed prefix", e)),
+    }
+}
+
+/// The copy, by `workers` sessions.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn copy(
+    spec: &ConnectionSpec,
+    plan: &RunPlan,
+    statements: &Statements,
+    state: &Arc<CopyState>,
+    applier: Option<&ApplierTask>,
+    throttle: &Throttle,
+    estimate: i64,
+    progress: &mut dyn CasProgress,
+) -> Result<(), CasError> {
+    let mut watch = ThrottleWatch::default();
+    let sizing = Sizing {
+        first_rows: plan.options.first_chunk_rows,
+        target: Duration::from_millis(plan.options.chunk_target_ms),
+    };
+    let mut workers = Workers(Vec::new());
+    for index in 0..plan.options.workers.max(1) {
+        let session = session::open(spec, &plan.names().copy_application()).await?;
+        let (statements, state, run) = (statements.clone(), state.clone(), plan.run);
+        let pace = Pacer::new(throttle.clone(), index);
+        workers.0.push(tokio::spawn(async move {
+            copier::worker(session.client(), run, &statements, &state, sizing, &pace).await
+        }));
+    }
+    while !workers.0.is_empty() {
+        // A worker that stopped with an error stops the copy (the others are aborted
+        // when `workers` drops; their open chunk transactions roll back).
+        let mut i = 0;
+        while i < workers.0.len() {
+            if workers.0[i].is_finished() {
+                let handle = workers.0.swap_remove(i);
+                handle
+                    .await
+                    .map_err(|e| CasError::Record(format!("a copy worker failed: {e}")))??;
+            } else {
+                i += 1;
+            }
+        }
+        if let Some(task) = applier {
+            task.check()?;
+        }
+        watch.report(throttle, progress);
+        progress.copied(
+            state.rows.load(Ordering::Relaxed),
+            estimate,
+            applier.map_or(0, |a| a.backlog_max.load(Ordering::Relaxed)),
+        );
+        if !workers.0.is_empty() {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    progress.copied(state.rows.load(Ordering::Relaxed), estimate, 0);
+    Ok(())
+}
+
+/// Copy worker tasks, aborted if the copy stops early (a spawned task otherwise keeps
+/// running after its handle is dropped).
+pub(super) struct Workers(pub(super) Vec<tokio::task::JoinHandle<Result<(), CasError>>>);
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        for handle in &self.0 {
+            handle.abort();
+        }
+    }
+}
+
+/// Tells the progress when the throttle's decision changes (a run that starts open
+/// says nothing).
+pub(super) struct ThrottleWatch(Option<(Pace, String)>);
+
+impl Default for ThrottleWatch {
+    fn default() -> Self {
+        ThrottleWatch(Some((Pace::Open, String::new())))
+    }
+}
+
+impl ThrottleWatch {
+    pub(super) fn report(&mut self, throttle: &Throttle, progress: &mut dyn CasProgress) {
+        let (pace, why) = throttle.state();
+        let key = (pace, reason_kind(&why));
+        if self.0.as_ref() != Some(&key) {
+            progress.throttled(pace.name(), &why, throttle.paused_ms());
+            self.0 = Some(key);
+        }
+    }
+}

@@ -1,0 +1,289 @@
+//! The phase machine: a recorded run carried from its phase to its end.
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::Mutex;
+use tokio_postgres::Client;
+
+use super::applier_task::ApplierTask;
+use super::copy::{copy, resume_copy};
+use super::finish::finish;
+use super::indexes::{build_indexes, ensure_key, key_exists};
+use super::prepare::ensure_capture;
+use super::sessions::terminate_earlier_sessions;
+use super::swap::{catch_up, wait_for_cutover};
+use super::verify_all::verify_all;
+use super::{CasProgress, RunReport};
+use crate::cas::copier::CopyState;
+use crate::cas::cutover::{self};
+use crate::cas::error::CasError;
+use crate::cas::ledger::Ledger;
+use crate::cas::plan::{Mode, RunPlan};
+use crate::cas::session;
+use crate::cas::statements::Statements;
+use crate::cas::store::{self, Phase, RunRecord};
+use crate::cas::throttle::{standby, Controller};
+use crate::connect::{ConnectionSpec, Session};
+
+/// Drives a recorded run from its phase to its end.
+pub(super) async fn drive(
+    spec: &ConnectionSpec,
+    runner: &Session,
+    record: RunRecord,
+    progress: &mut dyn CasProgress,
+) -> Result<RunReport, CasError> {
+    let client = runner.client();
+    let plan = record.plan.clone();
+    let mut report = RunReport {
+        run: record.id,
+        table: plan.source.table.name.to_string(),
+        phase: "running".to_owned(),
+        rows_copied: 0,
+        rows_verified: 0,
+        verification_passes: 0,
+        backlog_max: 0,
+        phases_ms: Vec::new(),
+        swap: None,
+        unvalidated_foreign_keys: Vec::new(),
+        kept_old: None,
+        settled_from_catalog: false,
+        disk: plan.disk.clone(),
+        throttle: Vec::new(),
+        throttled_ms: 0,
+        standbys: None,
+    };
+    let phase = match record.phase {
+        Phase::Failed => record.resume_phase.unwrap_or(Phase::Copying),
+        phase => phase,
+    };
+    if matches!(phase, Phase::Done | Phase::Aborted) {
+        return Err(CasError::WrongState {
+            run: record.id,
+            state: phase.name().to_owned(),
+            what: "nothing to resume".to_owned(),
+        });
+    }
+    if phase == Phase::Cutover && cutover::settled(client, &plan).await? {
+        report.settled_from_catalog = true;
+        finish(client, &plan, &mut report, progress).await?;
+        return Ok(report);
+    }
+    // A process that stopped may have left statements running (a chunk, an index
+    // build, an apply): they end before this one starts its own.
+    terminate_earlier_sessions(client, &plan).await?;
+    ensure_capture(client, &plan).await?;
+    let statements = Statements::new(&plan);
+    // A phase past copying is recorded only once every chunk has landed. The recorded
+    // flag alone may say otherwise: copy workers record their landings on sessions of
+    // their own, so a landing that did not finish the copy can commit its record after
+    // the one that did. An unfinished ledger past copying (nothing copies any more)
+    // would discard entries above its prefix as uncut (INV: CO-5).
+    let copy_done = record.copy_finished || phase > Phase::Copying;
+    let state = Arc::new(CopyState {
+        ledger: Mutex::new((Ledger::resume(record.landed_prefix.clone(), copy_done), 0)),
+        rows: AtomicI64::new(0),
+        key_ready: AtomicBool::new(key_exists(client, &plan).await?),
+    });
+    let applier = match plan.options.mode {
+        Mode::Live => Some(ApplierTask::spawn(
+            session::open(spec, &format!("pgshift-apply-{}", plan.run)).await?,
+            statements.clone(),
+            state.clone(),
+        )),
+        Mode::Quiesced => None,
+    };
+    let outcome = run_phases(
+        spec,
+        runner,
+        &record,
+        &plan,
+        &statements,
+        &state,
+        applier.as_ref(),
+        phase,
+        &mut report,
+        progress,
+    )
+    .await;
+    let (backlog_max, outcome) = match applier {
+        Some(task) => match (task.stop().await, outcome) {
+            (Ok(max), outcome) => (max, outcome),
+            // The applier's own error says why it stopped.
+            (Err(stopped), Err(CasError::ApplierStopped)) => (0, Err(stopped)),
+            (Err(_), outcome) => (0, outcome),
+        },
+        None => (0, outcome),
+    };
+    report.backlog_max = report.backlog_max.max(backlog_max);
+    report.rows_copied = state.rows.load(Ordering::Relaxed);
+    match outcome {
+        Ok(()) => Ok(report),
+        Err(err) => {
+            if matches!(err, CasError::Interrupted { .. }) {
+                // Stopped on request: no statement of this run is left running on the
+                // server (a chunk, an index build, a verification) once it is recorded.
+                let _ = terminate_earlier_sessions(client, &plan).await;
+            }
+            let resume = match &err {
+                CasError::CutoverRefused(_) | CasError::Divergence(_) => Phase::Verifying,
+                _ => current_phase(client, record.id)
+                    .await
+                    .unwrap_or(Phase::Copying),
+            };
+            let _ = store::fail(client, record.id, resume, &err.to_string()).await;
+            Err(err)
+        }
+    }
+}
+
+pub(super) async fn current_phase(client: &Client, id: i64) -> Option<Phase> {
+    store::by_id(client, id).await.ok().map(|r| match r.phase {
+        Phase::Failed => r.resume_phase.unwrap_or(Phase::Copying),
+        p => p,
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn run_phases(
+    spec: &ConnectionSpec,
+    runner: &Session,
+    record: &RunRecord,
+    plan: &RunPlan,
+    statements: &Statements,
+    state: &Arc<CopyState>,
+    applier: Option<&ApplierTask>,
+    from: Phase,
+    report: &mut RunReport,
+    progress: &mut dyn CasProgress,
+) -> Result<(), CasError> {
+    let client = runner.client();
+    let estimate = estimate_rows(client, plan).await;
+    // The copy, the index builds and verification go at the throttle's pace.
+    let controller = Controller::start(
+        spec,
+        plan.run,
+        plan.options.throttle,
+        plan.options.workers.max(1),
+    )
+    .await?;
+    let throttle = controller.throttle().clone();
+    if from <= Phase::Copying {
+        CasError::check_interrupt()?;
+        let started = Instant::now();
+        progress.phase(Phase::Copying);
+        store::set_phase(client, plan.run, Phase::Copying).await?;
+        resume_copy(client, plan, statements, record, state).await?;
+        stoppable(copy(
+            spec, plan, statements, state, applier, &throttle, estimate, progress,
+        ))
+        .await?;
+        report
+            .phases_ms
+            .push(("copying".to_owned(), elapsed_ms(started)));
+    }
+    if from <= Phase::Indexing {
+        CasError::check_interrupt()?;
+        let started = Instant::now();
+        progress.phase(Phase::Indexing);
+        store::set_phase(client, plan.run, Phase::Indexing).await?;
+        stoppable(build_indexes(spec, plan, state, applier, &throttle)).await?;
+        report
+            .phases_ms
+            .push(("indexing".to_owned(), elapsed_ms(started)));
+    }
+    if !state.key_ready.load(Ordering::Acquire) {
+        // Resumed past indexing: the key was built then; made sure of all the same.
+        ensure_key(client, plan).await?;
+        state.key_ready.store(true, Ordering::Release);
+    }
+    CasError::check_interrupt()?;
+    let started = Instant::now();
+    progress.phase(Phase::Verifying);
+    store::set_phase(client, plan.run, Phase::Verifying).await?;
+    stoppable(verify_all(
+        spec, client, plan, statements, applier, &throttle, estimate, report, progress,
+    ))
+    .await?;
+    report.throttled_ms = throttle.paused_ms();
+    report.throttle = controller.stop();
+    report
+        .phases_ms
+        .push(("verifying".to_owned(), elapsed_ms(started)));
+    if plan.options.defer_cutover {
+        CasError::check_interrupt()?;
+        progress.phase(Phase::Ready);
+        store::set_phase(client, plan.run, Phase::Ready).await?;
+        stoppable(wait_for_cutover(client, plan, applier)).await?;
+    }
+    // The swap checks for a stop between its attempts, never inside its transaction.
+    CasError::check_interrupt()?;
+    let started = Instant::now();
+    progress.phase(Phase::Cutover);
+    store::set_phase(client, plan.run, Phase::Cutover).await?;
+    let max_lag = plan
+        .options
+        .throttle
+        .max_replica_lag_ms
+        .map(Duration::from_millis);
+    // INV: LK-7 — the standbys are checked before the swap takes its lock.
+    let mut standbys =
+        standby::before_swap(client, &plan.source.table.name.to_string(), max_lag).await?;
+    for note in &standbys.notes {
+        progress.note(note);
+    }
+    let swap = match applier {
+        Some(task) => {
+            let _paused = task.gate.lock().await;
+            cutover::swap(client, plan, || catch_up(client, plan, statements)).await
+        }
+        None => cutover::swap(client, plan, || catch_up(client, plan, statements)).await,
+    }?;
+    report.swap = Some(swap);
+    standby::after_swap(client, &mut standbys, max_lag.unwrap_or(STANDBY_SWAP_WAIT)).await;
+    report.standbys = Some(standbys);
+    report
+        .phases_ms
+        .push(("cutover".to_owned(), elapsed_ms(started)));
+    finish(client, plan, report, progress).await
+}
+
+/// How long the report waits for the standbys to replay the swap when no replica lag
+/// bound is set.
+const STANDBY_SWAP_WAIT: Duration = Duration::from_secs(10);
+
+/// Runs a phase's work until it ends or a stop is asked for, whichever comes first.
+/// Dropping the work there is safe: every phase before the swap resumes from its
+/// record (a chunk that did not commit is copied again; a build that did not finish
+/// is built again), exactly as after a killed process.
+// INV: OC-3 — a stop asked by a signal ends a phase's work; the record resumes it.
+pub(super) async fn stoppable<T>(
+    work: impl std::future::Future<Output = Result<T, CasError>>,
+) -> Result<T, CasError> {
+    tokio::select! {
+        result = work => result,
+        () = crate::exec::interrupt::wait() => Err(CasError::interrupted(
+            crate::exec::interrupt::requested().unwrap_or_default(),
+        )),
+    }
+}
+
+pub(super) fn elapsed_ms(started: Instant) -> u64 {
+    u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+pub(super) async fn estimate_rows(client: &Client, plan: &RunPlan) -> i64 {
+    let mut oids = vec![plan.source.table.oid];
+    oids.extend(plan.source.partitions.iter().map(|p| p.relation.oid));
+    client
+        .query_one(
+            // Rows live in leaf tables only (a partitioned parent's reltuples is the
+            // sum of its partitions').
+            "SELECT coalesce(pg_catalog.sum(GREATEST(c.reltuples, 0)), 0)::pg_catalog.int8 FROM pg_catalog.pg_class c \
+              WHERE c.oid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[]) AND c.relkind OPERATOR(pg_catalog.<>) 'p'",
+            &[&oids],
+        )
+        .await
+        .map(|r| r.get(0))
+        .unwrap_or(0)
+}

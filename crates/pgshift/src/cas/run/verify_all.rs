@@ -1,0 +1,97 @@
+//! The verification phase: passes of parallel workers until one is clean.
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_postgres::Client;
+
+use super::applier_task::ApplierTask;
+use super::copy::{ThrottleWatch, Workers};
+use super::{CasProgress, RunReport};
+use crate::cas::error::CasError;
+use crate::cas::plan::RunPlan;
+use crate::cas::session;
+use crate::cas::statements::Statements;
+use crate::cas::store::{self};
+use crate::cas::throttle::{Pacer, Throttle};
+use crate::cas::verify;
+use crate::connect::ConnectionSpec;
+
+/// A complete verification pass with no repair and no divergence (INV: CO-7):
+/// only that lets the run swap. A pass is verified by `workers` sessions at once, each
+/// chunk in one snapshot of its own (as the copy is made by `workers` sessions).
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn verify_all(
+    spec: &ConnectionSpec,
+    client: &Client,
+    plan: &RunPlan,
+    statements: &Statements,
+    applier: Option<&ApplierTask>,
+    throttle: &Throttle,
+    estimate: i64,
+    report: &mut RunReport,
+    progress: &mut dyn CasProgress,
+) -> Result<(), CasError> {
+    store::set_verified(client, plan.run, false).await?;
+    let mut watch = ThrottleWatch::default();
+    const MAX_PASSES: u32 = 3;
+    let mut sessions = Vec::new();
+    for _ in 0..plan.options.workers.max(1) {
+        sessions.push(Arc::new(
+            session::open(spec, &format!("pgshift-verify-{}", plan.run)).await?,
+        ));
+    }
+    for _ in 0..MAX_PASSES {
+        report.verification_passes += 1;
+        let pass = Arc::new(verify::Pass::default());
+        let mut workers = Workers(Vec::new());
+        for (index, session) in sessions.iter().enumerate() {
+            let (session, statements, pass) = (session.clone(), statements.clone(), pass.clone());
+            let repair = plan.options.repair;
+            let pace = Pacer::new(throttle.clone(), index);
+            workers.0.push(tokio::spawn(async move {
+                verify::worker(session.client(), &statements, &pass, repair, &pace).await
+            }));
+        }
+        while !workers.0.is_empty() {
+            // A worker that stopped with an error (a divergence) stops the pass (the
+            // others are aborted when `workers` drops).
+            let mut i = 0;
+            while i < workers.0.len() {
+                if workers.0[i].is_finished() {
+                    let handle = workers.0.swap_remove(i);
+                    handle.await.map_err(|e| {
+                        CasError::Record(format!("a verification worker failed: {e}"))
+                    })??;
+                } else {
+                    i += 1;
+                }
+            }
+            if let Some(task) = applier {
+                task.check()?;
+            }
+            let notes: Vec<String> = pass
+                .notes
+                .lock()
+                .map(|mut notes| notes.drain(..).collect())
+                .unwrap_or_default();
+            for note in notes {
+                progress.note(&note);
+            }
+            watch.report(throttle, progress);
+            progress.verified(pass.verified.load(Ordering::Relaxed), estimate);
+            if !workers.0.is_empty() {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+        report.rows_verified = pass.verified.load(Ordering::Relaxed);
+        if !pass.repaired.load(Ordering::Relaxed) {
+            // INV: CO-7 — the proof: a complete pass with no repair.
+            store::set_verified(client, plan.run, true).await?;
+            return Ok(());
+        }
+    }
+    Err(CasError::Divergence(format!(
+        "no clean verification pass in {MAX_PASSES} passes"
+    )))
+}

@@ -1,0 +1,207 @@
+//! The throttle's controller: a task with a session of its own that reads every signal
+//! each tick, decides, and publishes the decision to the workers, the run record and
+//! the report. It never stops on an error: what it cannot read pauses the work
+//! (INV: OC-5), and a lost session is opened again on the next tick.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use super::decide::{decide, Pace, Readings, ThrottleLimits};
+use super::signals::{Sample, Signals};
+use super::{describe, reason_kind, record, Throttle, ThrottleEvent};
+use crate::cas::error::CasError;
+use crate::cas::session;
+use crate::connect::{ConnectionSpec, Session};
+
+/// An event is recorded on every change of pace, and at least this often meanwhile
+/// (for the charts).
+const EVENT_EVERY: Duration = Duration::from_secs(5);
+/// A decision older than this many ticks (at least [`MIN_STALE`]) pauses the work.
+const STALE_TICKS: u32 = 10;
+const MIN_STALE: Duration = Duration::from_secs(5);
+/// The statement timeout of the controller's session.
+const STATEMENT_TIMEOUT_MS: u64 = 5_000;
+
+/// The controller of one run; stopped (and its task ended) when dropped.
+pub struct Controller {
+    throttle: Throttle,
+    stop: Arc<AtomicBool>,
+    handle: tokio::task::JoinHandle<()>,
+}
+
+/// The name of the controller's session.
+pub fn application(run: i64) -> String {
+    format!("pgshift-throttle-{run}")
+}
+
+impl Controller {
+    /// Opens the controller's session, makes the first decision (so that the work
+    /// starts under one), and starts the task.
+    pub async fn start(
+        spec: &ConnectionSpec,
+        run: i64,
+        limits: ThrottleLimits,
+        workers: usize,
+    ) -> Result<Self, CasError> {
+        let interval = Duration::from_millis(limits.interval_ms.max(50));
+        let stale = (interval * STALE_TICKS).max(MIN_STALE);
+        let throttle = Throttle::new(Pace::Paused, "no signal read yet".to_owned(), Some(stale));
+        let session = open(spec, run).await?;
+        let probe_timeout = Duration::from_millis(
+            limits
+                .max_writer_p99_ms
+                .map_or(2_000, |ms| ms.saturating_mul(4))
+                .clamp(1_000, STATEMENT_TIMEOUT_MS),
+        );
+        let mut tick = Tick {
+            run,
+            limits,
+            workers: workers.max(1),
+            signals: Signals::new(run, probe_timeout),
+            throttle: throttle.clone(),
+            last_event: None,
+            last_state: String::new(),
+        };
+        tick.once(Some(&session)).await;
+        // The wait for the first reading is not time the work was held back.
+        throttle.0.paused_ms.store(0, Ordering::Relaxed);
+        let stop = Arc::new(AtomicBool::new(false));
+        let (flag, spec) = (stop.clone(), spec.clone());
+        let handle = tokio::spawn(async move {
+            let mut session = Some(session);
+            while !flag.load(Ordering::Relaxed) {
+                tokio::time::sleep(interval).await;
+                if session.as_ref().is_none_or(|s| s.client().is_closed()) {
+                    session = open(&spec, run).await.ok();
+                }
+                tick.once(session.as_ref()).await;
+            }
+        });
+        Ok(Controller {
+            throttle,
+            stop,
+            handle,
+        })
+    }
+
+    /// The workers' view of the decisions.
+    pub fn throttle(&self) -> &Throttle {
+        &self.throttle
+    }
+
+    /// Stops the controller; the work runs unthrottled after this (used once the
+    /// paced phases are over), and returns every decision recorded.
+    pub fn stop(self) -> Vec<ThrottleEvent> {
+        self.throttle.stop();
+        self.throttle.events()
+    }
+}
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle.abort();
+    }
+}
+
+async fn open(spec: &ConnectionSpec, run: i64) -> Result<Session, CasError> {
+    let session = session::open(spec, &application(run)).await?;
+    session
+        .client()
+        .batch_execute(&format!("SET statement_timeout = {STATEMENT_TIMEOUT_MS}"))
+        .await
+        .map_err(|e| CasError::db("preparing the throttle's session", e))?;
+    Ok(session)
+}
+
+struct Tick {
+    run: i64,
+    limits: ThrottleLimits,
+    workers: usize,
+    signals: Signals,
+    throttle: Throttle,
+    last_event: Option<(Instant, Pace, String)>,
+    last_state: String,
+}
+
+impl Tick {
+    async fn once(&mut self, session: Option<&Session>) {
+        let (pace, reason, sample) = match session {
+            Some(session) => {
+                let client = session.client();
+                let sample = self.signals.read(client).await;
+                let readings = Readings {
+                    replica_lag_ms: sample
+                        .standbys
+                        .iter()
+                        .map(|s| (s.name.clone(), s.lag_ms.clone()))
+                        .collect(),
+                    writer_p99_ms: sample.writer_p99_ms.clone(),
+                    wal_bytes_per_s: sample.wal_bytes_per_s.clone(),
+                    operator_paused: record::operator_paused(client, self.run).await,
+                };
+                let was_paused = self.throttle.state().0 == Pace::Paused;
+                let (pace, reason) = decide(&readings, &self.limits, self.workers, was_paused);
+                (pace, reason, Some(sample))
+            }
+            // INV: OC-5 — no session to read the signals on: paused.
+            None => (
+                Pace::Paused,
+                "cannot connect to read the signals".to_owned(),
+                None,
+            ),
+        };
+        self.throttle.set(pace, reason.clone());
+        let kind = reason_kind(&reason);
+        let due = self
+            .last_event
+            .as_ref()
+            .is_none_or(|(at, last, last_kind)| {
+                *last != pace || *last_kind != kind || at.elapsed() >= EVENT_EVERY
+            });
+        if due {
+            self.last_event = Some((Instant::now(), pace, kind));
+            self.throttle.record(event(pace, &reason, sample.as_ref()));
+        }
+        let state = describe(pace, &reason);
+        if state != self.last_state || due {
+            if let Some(session) = session {
+                if record::set_state(session.client(), self.run, &state)
+                    .await
+                    .is_ok()
+                {
+                    self.last_state = state;
+                }
+            }
+        }
+    }
+}
+
+fn event(pace: Pace, reason: &str, sample: Option<&Sample>) -> ThrottleEvent {
+    let at_unix_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    let largest = |values: Vec<Option<f64>>| -> Option<f64> {
+        values
+            .into_iter()
+            .try_fold(0.0_f64, |most, v| v.map(|v| most.max(v)))
+    };
+    ThrottleEvent {
+        at_unix_ms,
+        pace,
+        reason: reason.to_owned(),
+        replica_lag_ms: sample.and_then(|s| {
+            largest(
+                s.standbys
+                    .iter()
+                    .map(|x| x.lag_ms.as_ref().ok().copied())
+                    .collect(),
+            )
+        }),
+        replica_lag_bytes: sample
+            .and_then(|s| largest(s.standbys.iter().map(|x| x.lag_bytes).collect())),
+        writer_p99_ms: sample.and_then(|s| s.writer_p99_ms.as_ref().ok().copied()),
+        wal_bytes_per_s: sample.and_then(|s| s.wal_bytes_per_s.as_ref().ok().copied()),
+    }
+}

@@ -1,0 +1,262 @@
+//! Reading the throttle's signals on the primary, each on every tick:
+//!
+//! - writer commit latency: a probe transaction of the engine's own — one row of
+//!   `pgshift.throttle_probe` updated and committed, timed from the client — kept over
+//!   a window of recent probes, of which the 99th percentile is the signal;
+//! - replay lag of each standby in `pg_stat_replication`: the largest of its
+//!   `replay_lag` and the age of the oldest WAL it has not replayed (the time at which
+//!   the primary's `pg_current_wal_lsn()` last stood at or below the standby's
+//!   `replay_lsn`, from the samples taken on every tick). `replay_lag` alone stops
+//!   moving while a standby does not replay, so the samples are what show a stopped
+//!   one. A standby whose LSNs are hidden (a role without `pg_read_all_stats` sees
+//!   NULL) cannot be read;
+//! - WAL generation: `pg_current_wal_lsn()` deltas over the window.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use tokio_postgres::Client;
+
+use super::decide::Reading;
+
+/// Probes kept for the percentile.
+const PROBE_WINDOW: usize = 20;
+/// WAL samples kept (ten minutes at the default interval): a standby behind the oldest
+/// is at least that far behind.
+const WAL_SAMPLES: usize = 1_200;
+/// The span the WAL rate is measured over.
+const RATE_SPAN: Duration = Duration::from_secs(5);
+
+/// The probe: one row per run, updated and committed.
+const PROBE_SQL: &str =
+    "INSERT INTO pgshift.throttle_probe AS p (run, at) VALUES ($1, pg_catalog.now()) \
+     ON CONFLICT (run) DO UPDATE SET at = excluded.at";
+
+/// The standbys and the primary's WAL position, in one statement.
+const REPLICAS_SQL: &str = "SELECT pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(), '0/0')::pg_catalog.float8, \
+       r.application_name, r.state, \
+       pg_catalog.pg_wal_lsn_diff(r.replay_lsn, '0/0')::pg_catalog.float8, \
+       (extract(epoch FROM r.replay_lag) * 1000)::pg_catalog.float8 \
+     FROM (SELECT 1) one LEFT JOIN pg_catalog.pg_stat_replication r ON true \
+     ORDER BY r.application_name, r.pid";
+
+/// One standby as read.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Standby {
+    /// `application_name`.
+    pub name: String,
+    /// Replay lag in milliseconds, or why it cannot be read.
+    pub lag_ms: Reading,
+    /// Bytes of WAL not replayed yet.
+    pub lag_bytes: Option<f64>,
+}
+
+/// What one tick read.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sample {
+    /// Every standby.
+    pub standbys: Vec<Standby>,
+    /// The probe's 99th percentile over the window (ms).
+    pub writer_p99_ms: Reading,
+    /// WAL bytes per second.
+    pub wal_bytes_per_s: Reading,
+}
+
+/// The signal reader of one run, with its history.
+pub struct Signals {
+    run: i64,
+    probes: VecDeque<f64>,
+    wal: VecDeque<(Instant, f64)>,
+    probe_timeout: Duration,
+}
+
+impl Signals {
+    /// A reader for run `run`; a probe that takes longer than `probe_timeout` counts
+    /// as unreadable.
+    pub fn new(run: i64, probe_timeout: Duration) -> Self {
+        Signals {
+            run,
+            probes: VecDeque::new(),
+            wal: VecDeque::new(),
+            probe_timeout,
+        }
+    }
+
+    /// Reads every signal once.
+    pub async fn read(&mut self, client: &Client) -> Sample {
+        let writer_p99_ms = self.probe(client).await;
+        let (standbys, wal_bytes_per_s) = match self.replicas(client).await {
+            Ok(read) => read,
+            Err(e) => (
+                vec![Standby {
+                    name: "(any)".to_owned(),
+                    lag_ms: Err(e.clone()),
+                    lag_bytes: None,
+                }],
+                Err(e),
+            ),
+        };
+        Sample {
+            standbys,
+            writer_p99_ms,
+            wal_bytes_per_s,
+        }
+    }
+
+    async fn probe(&mut self, client: &Client) -> Reading {
+        let started = Instant::now();
+        let run = self.run;
+        match tokio::time::timeout(self.probe_timeout, client.execute(PROBE_SQL, &[&run])).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => {
+                return Err(e
+                    .as_db_error()
+                    .map_or_else(|| e.to_string(), |d| d.message().to_owned()))
+            }
+            Err(_) => {
+                return Err(format!(
+                    "the probe did not commit within {} ms",
+                    self.probe_timeout.as_millis()
+                ))
+            }
+        }
+        let ms = started.elapsed().as_secs_f64() * 1_000.0;
+        if self.probes.len() == PROBE_WINDOW {
+            self.probes.pop_front();
+        }
+        self.probes.push_back(ms);
+        Ok(percentile(&self.probes, 0.99))
+    }
+
+    async fn replicas(&mut self, client: &Client) -> Result<(Vec<Standby>, Reading), String> {
+        let rows = client.query(REPLICAS_SQL, &[]).await.map_err(|e| {
+            e.as_db_error()
+                .map_or_else(|| e.to_string(), |d| d.message().to_owned())
+        })?;
+        let now = Instant::now();
+        let current: f64 = rows
+            .first()
+            .and_then(|r| r.get::<_, Option<f64>>(0))
+            .ok_or_else(|| "pg_current_wal_lsn() returned nothing".to_owned())?;
+        if self.wal.len() == WAL_SAMPLES {
+            self.wal.pop_front();
+        }
+        self.wal.push_back((now, current));
+        let mut standbys = Vec::new();
+        for row in &rows {
+            let Some(name) = row.get::<_, Option<String>>(1) else {
+                continue; // no standby: the one row of the outer join
+            };
+            let state: Option<String> = row.get(2);
+            let replay: Option<f64> = row.get(3);
+            let replay_lag: Option<f64> = row.get(4);
+            let (lag_ms, lag_bytes) = match (state, replay) {
+                (None, _) => (
+                    Err(
+                        "pg_stat_replication hides its state (the role needs pg_read_all_stats)"
+                            .to_owned(),
+                    ),
+                    None,
+                ),
+                (Some(state), None) => (
+                    Err(format!("it reports no replay position yet (state {state})")),
+                    None,
+                ),
+                (Some(_), Some(replay)) => {
+                    let lag = match self.unreplayed_age_ms(replay, current, now) {
+                        Some(age) => Ok(age.max(replay_lag.unwrap_or(0.0))),
+                        // INV: OC-5 — behind every sample so far: how far is not
+                        // known yet, so the work waits until it replays past one.
+                        None => Err(format!(
+                            "it has not replayed the WAL written before the throttle's first sample ({} bytes behind); its lag is not known yet",
+                            (current - replay).max(0.0)
+                        )),
+                    };
+                    (lag, Some((current - replay).max(0.0)))
+                }
+            };
+            standbys.push(Standby {
+                name,
+                lag_ms,
+                lag_bytes,
+            });
+        }
+        Ok((standbys, Ok(self.wal_rate(now))))
+    }
+
+    /// How long ago the primary last stood at or below `replay` (0 when the standby
+    /// has replayed everything): the age of the oldest WAL it has not replayed, to
+    /// within one tick. `None` when the standby is behind every sample and the
+    /// samples do not span their full window yet (its lag is not known); once they
+    /// do, at least the window's age.
+    fn unreplayed_age_ms(&self, replay: f64, current: f64, now: Instant) -> Option<f64> {
+        if replay >= current {
+            return Some(0.0);
+        }
+        let since = match self.wal.iter().rev().find(|(_, lsn)| *lsn <= replay) {
+            Some((at, _)) => *at,
+            None if self.wal.len() >= WAL_SAMPLES => self.wal.front()?.0,
+            None => return None,
+        };
+        Some(now.duration_since(since).as_secs_f64() * 1_000.0)
+    }
+
+    fn wal_rate(&self, now: Instant) -> f64 {
+        let newest = self.wal.back();
+        let oldest = self
+            .wal
+            .iter()
+            .find(|(at, _)| now.duration_since(*at) <= RATE_SPAN);
+        let (Some((newest_at, newest)), Some((oldest_at, oldest))) = (newest, oldest) else {
+            return 0.0;
+        };
+        let seconds = newest_at.duration_since(*oldest_at).as_secs_f64();
+        if seconds <= 0.0 {
+            0.0
+        } else {
+            (newest - oldest).max(0.0) / seconds
+        }
+    }
+}
+
+/// The `q` quantile of `values` (nearest rank).
+pub fn percentile(values: &VecDeque<f64>, q: f64) -> f64 {
+    let mut sorted: Vec<f64> = values.iter().copied().collect();
+    sorted.sort_by(f64::total_cmp);
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_99th_percentile_of_a_small_window_is_its_largest() {
+        let window: VecDeque<f64> = [1.0, 3.0, 2.0, 40.0, 2.0].into_iter().collect();
+        assert_eq!(percentile(&window, 0.99), 40.0);
+        assert_eq!(percentile(&window, 0.5), 2.0);
+        assert_eq!(percentile(&VecDeque::new(), 0.99), 0.0);
+    }
+
+    #[test]
+    fn unreplayed_wal_ages_from_the_last_sample_at_or_below_the_replay_position() {
+        let mut signals = Signals::new(1, Duration::from_secs(1));
+        let start = Instant::now();
+        for (i, lsn) in [100.0, 100.0, 200.0, 300.0].into_iter().enumerate() {
+            signals
+                .wal
+                .push_back((start + Duration::from_secs(i as u64), lsn));
+        }
+        let now = start + Duration::from_secs(3);
+        assert_eq!(signals.unreplayed_age_ms(300.0, 300.0, now), Some(0.0));
+        // Replayed up to 100: the primary stood there last at t=1.
+        assert_eq!(signals.unreplayed_age_ms(100.0, 300.0, now), Some(2_000.0));
+        // Older than every sample of a young history: not known.
+        assert_eq!(signals.unreplayed_age_ms(50.0, 300.0, now), None);
+        assert_eq!(signals.wal_rate(now), 200.0 / 3.0);
+    }
+}

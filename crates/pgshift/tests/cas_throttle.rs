@@ -1,0 +1,426 @@
+//! The throttle and the standbys, on a real primary with a real streaming replica (one
+//! per test binary, made from the shared cluster): a standby that stops replaying
+//! pauses the copy, and the run completes, verified, once it replays again; a signal
+//! that cannot be read pauses the work (fail closed); an operator's pause and resume
+//! through the run record; the cutover refusing a lagging standby with the source
+//! intact.
+
+mod common;
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use common::cas::{options, spec, value, wait_for_phase};
+use common::{cluster, database};
+use pgshift::cas::{self, CasError, Mode, Pace, RunOptions, ThrottleLimits};
+use pgshift::refusal::RefusalCause;
+use pgshift_embedded::Cluster;
+use pgshift_sql::QualifiedName;
+
+const ROWS: i64 = 20_000;
+
+/// The binary's standby of the shared cluster.
+fn replica() -> &'static Cluster {
+    static REPLICA: OnceLock<Cluster> = OnceLock::new();
+    REPLICA.get_or_init(|| cluster().add_replica().expect("a streaming replica starts"))
+}
+
+/// Tests that pause the standby's replay take turns (the primary's every run sees it).
+static STANDBY_TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+fn table_db(prefix: &str) -> String {
+    database(
+        prefix,
+        &format!(
+            "CREATE TABLE t (id bigint PRIMARY KEY, v text NOT NULL); \
+             INSERT INTO t SELECT g, 'row ' || g FROM generate_series(1, {ROWS}) g; ANALYZE t; \
+             CREATE TABLE side (id bigserial PRIMARY KEY, pad text);"
+        ),
+    )
+}
+
+/// Small chunks, and only the signals a test names consulted.
+fn throttled(limits: ThrottleLimits) -> RunOptions {
+    RunOptions {
+        chunk_target_ms: 50,
+        first_chunk_rows: 1_000,
+        throttle: ThrottleLimits {
+            interval_ms: 100,
+            ..limits
+        },
+        ..options(Mode::Live)
+    }
+}
+
+const OFF: ThrottleLimits = ThrottleLimits {
+    max_replica_lag_ms: None,
+    max_writer_p99_ms: None,
+    max_wal_bytes_per_s: None,
+    interval_ms: 100,
+};
+
+const STATEMENT: &str = "ALTER TABLE t ALTER COLUMN v TYPE varchar(100)";
+
+/// Starts the run in a task of its own.
+fn spawn_run(
+    db: &str,
+    options: RunOptions,
+) -> tokio::task::JoinHandle<Result<cas::RunReport, CasError>> {
+    spawn_run_with(spec(db), options)
+}
+
+/// Starts the run in a task of its own, connected with `spec`.
+fn spawn_run_with(
+    spec: pgshift::connect::ConnectionSpec,
+    options: RunOptions,
+) -> tokio::task::JoinHandle<Result<cas::RunReport, CasError>> {
+    tokio::spawn(async move {
+        let statements = pgshift_sql::parse(STATEMENT).expect("valid");
+        cas::start(
+            &spec,
+            &statements[0],
+            &QualifiedName::bare("t"),
+            options,
+            &mut cas::Silent,
+        )
+        .await
+    })
+}
+
+/// The throttle's state as the run record shows it ("" before the first).
+fn throttle_state(db: &str) -> String {
+    cluster()
+        .psql(
+            db,
+            "SELECT coalesce(throttle, '') FROM pgshift.runs ORDER BY id DESC LIMIT 1",
+        )
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_default()
+}
+
+/// Waits until the run record's throttle state contains `text`.
+async fn wait_for_throttle(db: &str, text: &str) {
+    for _ in 0..600 {
+        if throttle_state(db).contains(text) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!(
+        "the throttle never said {text:?}; it says {:?}",
+        throttle_state(db)
+    );
+}
+
+fn rows_copied(db: &str) -> i64 {
+    value(
+        db,
+        "SELECT rows_copied FROM pgshift.runs ORDER BY id DESC LIMIT 1",
+    )
+    .parse()
+    .expect("a count")
+}
+
+/// The copy stays where it is for a while (nothing lands while paused).
+async fn assert_copy_stays_paused(db: &str) {
+    let before = rows_copied(db);
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    assert_eq!(rows_copied(db), before, "rows landed while paused");
+    assert_eq!(
+        value(
+            db,
+            "SELECT phase FROM pgshift.runs ORDER BY id DESC LIMIT 1"
+        ),
+        "copying"
+    );
+}
+
+/// The rewritten table, as the server describes it, holds every row.
+fn assert_rewritten(db: &str) {
+    assert_eq!(
+        value(db, "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 't'::regclass AND attname = 'v'"),
+        "character varying(100)"
+    );
+    assert_eq!(
+        value(db, "SELECT count(*) FROM t WHERE v = 'row ' || id"),
+        ROWS.to_string()
+    );
+}
+
+/// Makes the probe's table unwritable (every write raises `message`), starts a run
+/// that consults the probe, and waits until its throttle says so.
+async fn run_with_unwritable_probe(
+    db: &str,
+    message: &str,
+) -> tokio::task::JoinHandle<Result<cas::RunReport, CasError>> {
+    cluster()
+        .psql(
+            db,
+            &format!(
+                "CREATE SCHEMA pgshift; \
+                 CREATE TABLE pgshift.throttle_probe (run bigint PRIMARY KEY, at timestamptz NOT NULL); \
+                 CREATE FUNCTION refuse_probe() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION '{message}'; END $$; \
+                 CREATE TRIGGER refuse BEFORE INSERT OR UPDATE ON pgshift.throttle_probe FOR EACH ROW EXECUTE FUNCTION refuse_probe();"
+            ),
+        )
+        .expect("probe made unwritable");
+    let run = spawn_run(
+        db,
+        throttled(ThrottleLimits {
+            max_writer_p99_ms: Some(5_000),
+            ..OFF
+        }),
+    );
+    wait_for_phase(db, "copying").await;
+    wait_for_throttle(db, message).await;
+    run
+}
+
+fn pause_standby() {
+    replica().pause_replay().expect("replay pauses");
+}
+
+fn resume_standby() {
+    replica().resume_replay().expect("replay resumes");
+    cluster()
+        .wait_for_replay(replica(), Duration::from_secs(60))
+        .expect("the standby catches up");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn inv_oc_5_a_standby_that_stops_replaying_pauses_the_copy_until_it_replays() {
+    let _turn = STANDBY_TURN.lock().await;
+    let db = table_db("throttle_replay");
+    cluster()
+        .wait_for_replay(replica(), Duration::from_secs(60))
+        .expect("the standby is caught up");
+    pause_standby();
+    // WAL the standby will not replay while paused.
+    cluster()
+        .psql(
+            &db,
+            "INSERT INTO side (pad) SELECT repeat('x', 100) FROM generate_series(1, 1000)",
+        )
+        .expect("write");
+    let run = spawn_run(
+        &db,
+        throttled(ThrottleLimits {
+            max_replica_lag_ms: Some(1_000),
+            ..OFF
+        }),
+    );
+    wait_for_phase(&db, "copying").await;
+    wait_for_throttle(&db, "paused").await;
+    let state = throttle_state(&db);
+    assert!(state.contains("standby"), "{state}");
+    assert_copy_stays_paused(&db).await;
+    assert_eq!(
+        rows_copied(&db),
+        0,
+        "the copy started before the standby replayed"
+    );
+    resume_standby();
+    let report = run.await.expect("task").expect("the run completes");
+    assert_eq!(report.phase, "done");
+    assert_eq!(report.rows_verified, ROWS);
+    let paused: Vec<_> = report
+        .throttle
+        .iter()
+        .filter(|e| e.pace == Pace::Paused && e.reason.contains("standby"))
+        .collect();
+    assert!(
+        !paused.is_empty(),
+        "no recorded pause: {:?}",
+        report.throttle
+    );
+    assert!(
+        report.throttle.iter().any(|e| e.pace == Pace::Open),
+        "never opened again: {:?}",
+        report.throttle
+    );
+    assert!(report.throttled_ms > 0);
+    let standbys = report.standbys.expect("standbys reported");
+    assert_eq!(standbys.standbys.len(), 1, "{standbys:?}");
+    assert!(standbys.standbys[0].lag_before_ms.is_some(), "{standbys:?}");
+    assert_rewritten(&db);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn inv_oc_5_an_unwritable_probe_pauses_the_work_until_it_commits_again() {
+    let db = table_db("throttle_probe");
+    let run = run_with_unwritable_probe(&db, "probe refused by the test").await;
+    assert_copy_stays_paused(&db).await;
+    assert_eq!(rows_copied(&db), 0);
+    cluster()
+        .psql(&db, "DROP TRIGGER refuse ON pgshift.throttle_probe")
+        .expect("probe writable again");
+    let report = run.await.expect("task").expect("the run completes");
+    assert_eq!(report.rows_verified, ROWS);
+    assert!(
+        report
+            .throttle
+            .iter()
+            .any(|e| e.pace == Pace::Paused && e.reason.contains("cannot read the writer p99")),
+        "{:?}",
+        report.throttle
+    );
+    assert!(report.throttle.iter().any(|e| e.writer_p99_ms.is_some()));
+    assert_rewritten(&db);
+    assert_eq!(
+        value(&db, "SELECT count(*) FROM pgshift.throttle_probe"),
+        "0",
+        "the run's probe row is removed with its other engine objects"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_operator_pauses_and_resumes_a_running_run() {
+    let db = table_db("throttle_operator");
+    // Held at its start by an unwritable probe, so that the pause lands before any
+    // chunk does.
+    let run = run_with_unwritable_probe(&db, "held").await;
+    let table = QualifiedName::bare("t");
+    let request = cas::request_throttle(&spec(&db), &table, true)
+        .await
+        .expect("pause requested");
+    assert!(request.paused && request.running, "{request:?}");
+    cluster()
+        .psql(&db, "DROP TRIGGER refuse ON pgshift.throttle_probe")
+        .expect("probe writable again");
+    wait_for_throttle(&db, "paused by an operator").await;
+    assert_copy_stays_paused(&db).await;
+    let status = cas::liveness::status(&spec(&db)).await.expect("status");
+    assert!(status[0].record.throttle_paused);
+    let request = cas::request_throttle(&spec(&db), &table, false)
+        .await
+        .expect("resume requested");
+    assert!(!request.paused && request.running, "{request:?}");
+    let report = run.await.expect("task").expect("the run completes");
+    assert_eq!(report.rows_verified, ROWS);
+    assert!(report
+        .throttle
+        .iter()
+        .any(|e| e.reason.contains("paused by an operator")));
+    assert_rewritten(&db);
+    // No run: the request is refused as such.
+    let none = cas::request_throttle(&spec(&db), &table, true).await;
+    assert!(matches!(none, Err(CasError::NoSuchRun(_))), "{none:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn inv_lk_7_the_cutover_refuses_a_lagging_standby_and_leaves_the_source() {
+    let _turn = STANDBY_TURN.lock().await;
+    let db = table_db("throttle_cutover");
+    cluster()
+        .wait_for_replay(replica(), Duration::from_secs(60))
+        .expect("the standby is caught up");
+    let options = RunOptions {
+        defer_cutover: true,
+        ..throttled(ThrottleLimits {
+            max_replica_lag_ms: Some(1_500),
+            ..OFF
+        })
+    };
+    let run = spawn_run(&db, options);
+    wait_for_phase(&db, "ready").await;
+    let before = value(&db, "SELECT 't'::regclass::oid");
+    pause_standby();
+    cluster()
+        .psql(
+            &db,
+            "INSERT INTO side (pad) SELECT repeat('x', 100) FROM generate_series(1, 1000)",
+        )
+        .expect("write");
+    cas::request_cutover(&spec(&db), &QualifiedName::bare("t"))
+        .await
+        .expect("cutover requested");
+    let refused = run.await.expect("task");
+    let Err(CasError::CutoverRefused(refusal)) = &refused else {
+        resume_standby();
+        panic!("not refused: {refused:?}");
+    };
+    assert_eq!(refusal.cause, RefusalCause::StandbyLagging, "{refusal:?}");
+    assert!(refusal.message.contains("1500 ms"), "{}", refusal.message);
+    // The source is intact: the same table, its old type, every row.
+    assert_eq!(value(&db, "SELECT 't'::regclass::oid"), before);
+    assert_eq!(
+        value(&db, "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 't'::regclass AND attname = 'v'"),
+        "text"
+    );
+    assert_eq!(value(&db, "SELECT count(*) FROM t"), ROWS.to_string());
+    assert_eq!(common::cas::run_phase(&db), "failed/verifying");
+    resume_standby();
+    // Caught up, the run resumes, verifies again and swaps.
+    let report = common::cas::resume(&db, "t")
+        .await
+        .expect("resumes and swaps");
+    assert_eq!(report.phase, "done");
+    let standbys = report.standbys.expect("standbys reported");
+    assert!(
+        standbys.standbys.iter().all(|s| s.lag_before_ms.is_some()),
+        "{standbys:?}"
+    );
+    assert_rewritten(&db);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn inv_oc_5_a_standby_position_the_role_cannot_read_pauses_the_work() {
+    let _turn = STANDBY_TURN.lock().await;
+    replica();
+    let db = table_db("throttle_hidden");
+    // A role that owns the table and may run copy-and-swap, but not read the
+    // standbys' positions (pg_stat_replication shows it NULL without
+    // pg_read_all_stats).
+    cluster()
+        .psql(
+            "postgres",
+            "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'throttle_owner') THEN CREATE ROLE throttle_owner LOGIN; END IF; END $$; \
+             REVOKE pg_read_all_stats FROM throttle_owner;",
+        )
+        .expect("role");
+    cluster()
+        .psql(
+            &db,
+            &format!(
+                "ALTER TABLE t OWNER TO throttle_owner; GRANT CREATE ON DATABASE \"{db}\" TO throttle_owner; \
+                 GRANT CREATE ON SCHEMA public TO throttle_owner; CREATE SCHEMA pgshift AUTHORIZATION throttle_owner;"
+            ),
+        )
+        .expect("grants");
+    assert_eq!(
+        common::cas::value(
+            &db,
+            "SET ROLE throttle_owner; SELECT count(*) FILTER (WHERE state IS NULL) || '/' || count(*) FROM pg_stat_replication",
+        ),
+        "1/1",
+        "the role sees the standby, but not its state"
+    );
+    let run = spawn_run_with(
+        common::cas::spec_as(&db, "throttle_owner"),
+        throttled(ThrottleLimits {
+            max_replica_lag_ms: Some(10_000),
+            ..OFF
+        }),
+    );
+    wait_for_phase(&db, "copying").await;
+    wait_for_throttle(&db, "pg_read_all_stats").await;
+    assert_copy_stays_paused(&db).await;
+    assert_eq!(rows_copied(&db), 0);
+    cluster()
+        .psql("postgres", "GRANT pg_read_all_stats TO throttle_owner")
+        .expect("grant");
+    let report = run.await.expect("task");
+    cluster()
+        .psql("postgres", "REVOKE pg_read_all_stats FROM throttle_owner")
+        .expect("revoke");
+    let report = report.expect("the run completes once the role may read");
+    assert!(
+        report
+            .throttle
+            .iter()
+            .any(|e| e.pace == Pace::Paused && e.reason.contains("pg_read_all_stats")),
+        "{:?}",
+        report.throttle
+    );
+    assert_rewritten(&db);
+}
