@@ -258,6 +258,16 @@ pub enum DivergenceArg {
     Repair,
 }
 
+/// How verification compares the shadow with the source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum VerifyArg {
+    /// Per chunk, a digest of each side (count, sum and XOR of 64-bit row hashes) in
+    /// one snapshot; chunks whose digests differ are compared row by row.
+    Digest,
+    /// Every chunk compared row by row, joined on the key.
+    Exact,
+}
+
 /// Options of copy-and-swap runs.
 #[derive(Debug, clap::Args)]
 pub struct CasArgs {
@@ -287,6 +297,9 @@ pub struct CasArgs {
     /// `pgshift cutover TABLE` before swapping.
     #[arg(long)]
     pub defer_cutover: bool,
+    /// How verification compares the shadow with the source.
+    #[arg(long, value_enum, default_value_t = VerifyArg::Digest)]
+    pub verify: VerifyArg,
 }
 
 impl CasArgs {
@@ -310,6 +323,10 @@ impl CasArgs {
             keep_old: self.keep_old,
             repair: self.on_divergence == DivergenceArg::Repair,
             defer_cutover: self.defer_cutover,
+            verify: match self.verify {
+                VerifyArg::Digest => pgshift::cas::VerifyMethod::Digest,
+                VerifyArg::Exact => pgshift::cas::VerifyMethod::Exact,
+            },
         }
     }
 }

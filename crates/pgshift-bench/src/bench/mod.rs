@@ -227,6 +227,7 @@ impl BenchOptions {
             keep_old: false,
             repair: false,
             defer_cutover: false,
+            verify: Default::default(),
         }
     }
 

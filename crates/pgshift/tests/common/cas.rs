@@ -28,6 +28,7 @@ pub fn options(mode: Mode) -> RunOptions {
         keep_old: false,
         repair: false,
         defer_cutover: false,
+        verify: Default::default(),
     }
 }
 
