@@ -280,6 +280,16 @@ pub enum DivergenceArg {
     Repair,
 }
 
+/// How verification compares the shadow with the source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum VerifyArg {
+    /// Per chunk, a digest of each side (count, sum and XOR of 64-bit row hashes) in
+    /// one snapshot; chunks whose digests differ are compared row by row.
+    Digest,
+    /// Every chunk compared row by row, joined on the key.
+    Exact,
+}
+
 /// Options of copy-and-swap runs.
 #[derive(Debug, clap::Args)]
 pub struct CasArgs {
@@ -322,6 +332,9 @@ pub struct CasArgs {
     /// (`64MB`, `512kB/s`; default off).
     #[arg(long, default_value = "off", value_name = "RATE", value_parser = crate::throttle_arg::bytes_per_s)]
     pub max_wal_rate: crate::throttle_arg::Limit,
+    /// How verification compares the shadow with the source.
+    #[arg(long, value_enum, default_value_t = VerifyArg::Digest)]
+    pub verify: VerifyArg,
 }
 
 impl CasArgs {
@@ -350,6 +363,10 @@ impl CasArgs {
                 max_writer_p99_ms: self.max_writer_p99.0,
                 max_wal_bytes_per_s: self.max_wal_rate.0,
                 ..pgshift::cas::ThrottleLimits::default()
+            },
+            verify: match self.verify {
+                VerifyArg::Digest => pgshift::cas::VerifyMethod::Digest,
+                VerifyArg::Exact => pgshift::cas::VerifyMethod::Exact,
             },
         }
     }

@@ -459,13 +459,18 @@ fn header(out: &mut String, r: &BenchResults) {
     );
     let _ = writeln!(
         out,
-        "- pgshift options: {} copy workers, chunks aimed at {} ms (first {} rows), swap `lock_timeout` {} ms × {} attempts, at most {} entries drained under the lock.",
+        "- pgshift options: {} copy workers, chunks aimed at {} ms (first {} rows), swap `lock_timeout` {} ms × {} attempts, at most {} entries drained under the lock{}.",
         r.engine.workers,
         r.engine.chunk_target_ms,
         r.engine.first_chunk_rows,
         r.engine.cutover_lock_timeout_ms,
         r.engine.cutover_attempts,
-        r.engine.max_drain
+        r.engine.max_drain,
+        if r.engine.verify.is_empty() {
+            String::new()
+        } else {
+            format!(", verification by {}", r.engine.verify)
+        }
     );
     let _ = writeln!(
         out,
@@ -528,11 +533,16 @@ fn section(out: &mut String, title: &str) {
 }
 
 fn phases(run: &EngineRun) -> String {
-    run.phases_ms
+    let listed = run
+        .phases_ms
         .iter()
         .map(|(name, ms)| format!("{name} {}", secs(*ms as f64)))
         .collect::<Vec<_>>()
-        .join(", ")
+        .join(", ");
+    match run.verify_copy_ratio() {
+        Some(ratio) => format!("{listed}; verifying / copying {ratio:.2}×"),
+        None => listed,
+    }
 }
 
 /// Milliseconds as seconds (`2.95 s`) or milliseconds (`840 ms`).
@@ -631,6 +641,23 @@ mod tests {
         assert!(!text.contains("### P2"));
         assert!(text.contains("- P2: pg_repack is not installed"));
         assert!(text.contains("| P2 | plain rebuild wall: pgshift / pg_repack | not measured |"));
+    }
+
+    #[test]
+    fn a_run_that_copied_and_verified_states_their_ratio() {
+        let mut results = sample();
+        let p1 = results.p1.as_mut().expect("the sample has P1");
+        assert_eq!(p1.pgshift.verify_copy_ratio(), None);
+        assert!(!render(&results, "").contains("verifying / copying"));
+        let p1 = results.p1.as_mut().expect("the sample has P1");
+        p1.pgshift.phases_ms.push(("verifying".to_owned(), 1_000));
+        let text = render(&results, "");
+        assert!(
+            text.contains(
+                "copying 4.00 s, indexing 3.00 s, verifying 1.00 s; verifying / copying 0.25×"
+            ),
+            "{text}"
+        );
     }
 
     #[test]

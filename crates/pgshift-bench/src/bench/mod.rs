@@ -31,7 +31,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use pgshift::cas::{CutoverBudgets, Mode, RunOptions};
+use pgshift::cas::{CutoverBudgets, Mode, RunOptions, VerifyMethod};
 use pgshift_embedded::{Cluster, ClusterOptions, PgInstall};
 use tokio_postgres::{Client, NoTls};
 
@@ -166,6 +166,8 @@ pub struct BenchOptions {
     pub workers: usize,
     /// Chunk target duration of every pgshift run, ms.
     pub chunk_target_ms: u64,
+    /// How every pgshift run verifies.
+    pub verify: VerifyMethod,
     /// The arguments the command was given, for the report.
     pub args: Vec<String>,
 }
@@ -189,6 +191,7 @@ impl BenchOptions {
             pg_bin: None,
             workers: 2,
             chunk_target_ms: 500,
+            verify: VerifyMethod::Digest,
             args: Vec::new(),
         }
     }
@@ -228,6 +231,7 @@ impl BenchOptions {
             repair: false,
             defer_cutover: false,
             throttle: pgshift::cas::ThrottleLimits::default(),
+            verify: self.verify,
         }
     }
 
@@ -240,6 +244,10 @@ impl BenchOptions {
             cutover_lock_timeout_ms: o.cutover.lock_timeout_ms,
             cutover_attempts: o.cutover.attempts,
             max_drain: o.cutover.max_drain,
+            verify: match o.verify {
+                VerifyMethod::Digest => "digest".to_owned(),
+                VerifyMethod::Exact => "exact".to_owned(),
+            },
         }
     }
 

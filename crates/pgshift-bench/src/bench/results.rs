@@ -132,6 +132,9 @@ pub struct EngineSettings {
     pub cutover_attempts: u32,
     /// Most change-log entries drained under the lock.
     pub max_drain: i64,
+    /// How verification compared (`digest`, `exact`; empty in results written before).
+    #[serde(default)]
+    pub verify: String,
 }
 
 /// A pgshift run as the benchmark saw it.
@@ -153,6 +156,24 @@ pub struct EngineRun {
     pub backlog_max: i64,
     /// Peak RSS of the engine process (`VmHWM`), KiB, when it ran in a child.
     pub vm_hwm_kib: Option<u64>,
+}
+
+impl EngineRun {
+    /// The duration of a phase, ms, when the run went through it.
+    pub fn phase_ms(&self, phase: &str) -> Option<u64> {
+        self.phases_ms
+            .iter()
+            .find(|(name, _)| name == phase)
+            .map(|(_, ms)| *ms)
+    }
+
+    /// Verification time over copy time (the target: at most 0.5), when the run both
+    /// copied and verified.
+    pub fn verify_copy_ratio(&self) -> Option<f64> {
+        let copying = self.phase_ms("copying")?;
+        let verifying = self.phase_ms("verifying")?;
+        (copying > 0).then(|| verifying as f64 / copying as f64)
+    }
 }
 
 /// P1: the same `ALTER … TYPE` blocking and through copy-and-swap.
@@ -864,6 +885,7 @@ pub(crate) mod tests {
                 cutover_lock_timeout_ms: 1000,
                 cutover_attempts: 10,
                 max_drain: 10_000,
+                verify: "digest".to_owned(),
             },
             p1: Some(P1 {
                 statement: "ALTER TABLE p1 ALTER COLUMN qty TYPE bigint".to_owned(),

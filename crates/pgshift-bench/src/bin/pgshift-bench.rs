@@ -102,6 +102,9 @@ struct RunArgs {
     /// Chunk target duration of every pgshift run, ms.
     #[arg(long, default_value_t = 500)]
     chunk_ms: u64,
+    /// How every pgshift run verifies: digest or exact.
+    #[arg(long, default_value = "digest", value_parser = ["digest", "exact"])]
+    verify: String,
 }
 
 impl RunArgs {
@@ -153,6 +156,11 @@ impl RunArgs {
         o.pg_bin = self.pg_bin.clone();
         o.workers = self.workers;
         o.chunk_target_ms = self.chunk_ms.max(1);
+        o.verify = if self.verify == "exact" {
+            pgshift::cas::VerifyMethod::Exact
+        } else {
+            pgshift::cas::VerifyMethod::Digest
+        };
         o.args = args;
         Ok(o)
     }

@@ -11,6 +11,7 @@ pub mod applier;
 pub mod capture;
 pub mod copier;
 pub mod cutover;
+pub mod digest;
 pub mod error;
 pub mod keys;
 pub mod ledger;
@@ -30,7 +31,7 @@ pub mod verify;
 
 pub use error::CasError;
 pub use liveness::{await_cutover, CutoverOutcome, RunStatus};
-pub use plan::{CutoverBudgets, Mode, RunOptions};
+pub use plan::{CutoverBudgets, Mode, RunOptions, VerifyMethod};
 pub use preflight::{preflight, preflight_read_only, Preflight};
 pub use run::{
     abort, request_cutover, resume, resume_id, start, start_request, status, CasProgress,

@@ -122,6 +122,18 @@ pub struct CutoverBudgets {
     pub max_drain: i64,
 }
 
+/// How verification compares a chunk (INV: CO-10).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VerifyMethod {
+    /// Per-chunk digests of both sides (count, sum and XOR of 64-bit row hashes) in one
+    /// snapshot; a chunk whose digests differ is compared row by row.
+    #[default]
+    Digest,
+    /// Every chunk compared row by row, joined on the key.
+    Exact,
+}
+
 /// Options of a run.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunOptions {
@@ -145,6 +157,10 @@ pub struct RunOptions {
     /// The throttle's limits (runs recorded before the throttle get its defaults).
     #[serde(default)]
     pub throttle: super::throttle::ThrottleLimits,
+    /// How verification compares chunks (a run recorded before this existed: by
+    /// digest, which proves the same).
+    #[serde(default)]
+    pub verify: VerifyMethod,
 }
 
 /// Everything a run needs, recorded with it.

@@ -1,8 +1,9 @@
 //! The SQL of a run's data movement, built from the plan: every identifier quoted,
 //! every value a parameter, key types from the catalog (checked to be single types).
 
+use super::digest::Digest;
 use super::keys::KeySpec;
-use super::plan::RunPlan;
+use super::plan::{RunPlan, VerifyMethod};
 use pgshift_sql::quote_ident;
 
 /// The statements of one run.
@@ -15,6 +16,8 @@ pub struct Statements {
     columns: String,
     expressions: String,
     compare: Compare,
+    digest: Digest,
+    verify: VerifyMethod,
     replica: bool,
     /// See [`shadow_key`].
     shadow_key: Option<String>,
@@ -46,6 +49,14 @@ struct Compare {
 /// `interval`: `'1 day' = '24 hours'`; `character`: trailing blanks; `jsonb`, arrays,
 /// domains, any other type).
 fn compared_by_equality(type_sql: &str) -> Option<bool> {
+    let base = equality_base(type_sql)?;
+    Some(matches!(base.as_str(), "text" | "character varying"))
+}
+
+/// The built-in type of `type_sql` without a numeric type modifier, when that type's
+/// `=` holds only for identical values (see [`compared_by_equality`]); `None` when the
+/// type is compared by its text form.
+pub(super) fn equality_base(type_sql: &str) -> Option<String> {
     // `format_type` in a session whose `search_path` is `pg_catalog, pg_temp`: these
     // unqualified names are the built-in types.
     let base = match (type_sql.find('('), type_sql.find(')')) {
@@ -59,21 +70,23 @@ fn compared_by_equality(type_sql: &str) -> Option<bool> {
         (None, None) => type_sql.to_owned(),
         _ => return None,
     };
-    match base.as_str() {
+    matches!(
+        base.as_str(),
         "smallint"
-        | "integer"
-        | "bigint"
-        | "oid"
-        | "boolean"
-        | "uuid"
-        | "date"
-        | "bytea"
-        | "time without time zone"
-        | "timestamp without time zone"
-        | "timestamp with time zone" => Some(false),
-        "text" | "character varying" => Some(true),
-        _ => None,
-    }
+            | "integer"
+            | "bigint"
+            | "oid"
+            | "boolean"
+            | "uuid"
+            | "date"
+            | "bytea"
+            | "time without time zone"
+            | "timestamp without time zone"
+            | "timestamp with time zone"
+            | "text"
+            | "character varying"
+    )
+    .then_some(base)
 }
 
 impl Compare {
@@ -188,6 +201,8 @@ impl Statements {
             columns: columns.join(", "),
             expressions: expressions.join(", "),
             compare: Compare::new(plan),
+            digest: Digest::new(plan),
+            verify: plan.options.verify,
             replica: plan.source.carry.replica_apply,
             shadow_key: shadow_key(plan),
         }
@@ -198,6 +213,11 @@ impl Statements {
     /// the applier deletes and inserts again).
     pub fn replica(&self) -> bool {
         self.replica
+    }
+
+    /// How verification compares chunks.
+    pub fn verify_method(&self) -> VerifyMethod {
+        self.verify
     }
 
     /// The key.
@@ -367,6 +387,31 @@ impl Statements {
             source_values = c.source_values,
             shadow_values = c.shadow_values,
             join = c.join,
+        )
+    }
+
+    /// The digests of a range on both sides, in one statement (so in one snapshot):
+    /// `count, sum, bit_xor` of the row hashes of the source, then of the shadow (see
+    /// `cas::digest`), over the same rows [`Self::compare`] compares. `$1…` are the
+    /// bounds present, then the seed (`int8`). With `unlogged`, keys with a change-log
+    /// entry are left out, as the exact comparison leaves them out; without, the
+    /// caller has seen that the range has none.
+    pub fn digest(&self, lo: bool, hi: bool, unlogged: bool) -> String {
+        let (source_range, used) = self.key.range(Some("s"), lo, hi, 1);
+        let (shadow_range, _) = self.key.range(Some("t"), lo, hi, 1);
+        let seed = format!("CAST(${} AS pg_catalog.int8)", used + 1);
+        let (source_range, shadow_range) = if unlogged {
+            (
+                format!("{source_range} AND NOT {}", self.logged("s")),
+                format!("{shadow_range} AND NOT {}", self.logged("t")),
+            )
+        } else {
+            (source_range, shadow_range)
+        };
+        format!(
+            "SELECT a.n, a.sum, a.xor, b.n, b.sum, b.xor FROM ({}) a, ({}) b",
+            self.digest.side(true, &self.source, &source_range, &seed),
+            self.digest.side(false, &self.shadow, &shadow_range, &seed),
         )
     }
 

@@ -37,6 +37,7 @@ pub fn options(mode: Mode) -> RunOptions {
             max_wal_bytes_per_s: None,
             ..ThrottleLimits::default()
         },
+        verify: Default::default(),
     }
 }
 
