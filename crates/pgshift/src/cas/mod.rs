@@ -12,6 +12,7 @@ pub mod capture;
 pub mod copier;
 pub mod cutover;
 pub mod error;
+pub mod index_watch;
 pub mod keys;
 pub mod ledger;
 pub mod liveness;
@@ -28,6 +29,7 @@ pub mod store;
 pub mod verify;
 
 pub use error::CasError;
+pub use index_watch::IndexBuild;
 pub use liveness::{await_cutover, CutoverOutcome, RunStatus};
 pub use plan::{CutoverBudgets, Mode, RunOptions};
 pub use preflight::{preflight, preflight_read_only, Preflight};

@@ -18,6 +18,7 @@ use super::capture;
 use super::copier::{self, CopyState, Sizing};
 use super::cutover::{self, SwapReport};
 use super::error::CasError;
+use super::index_watch::{IndexBuild, Watcher};
 use super::ledger::Ledger;
 use super::liveness;
 use super::names::RunNames;
@@ -36,12 +37,16 @@ use pgshift_sql::{quote_ident, QualifiedName, Statement};
 pub trait CasProgress: Send {
     /// A new phase starts.
     fn phase(&mut self, phase: Phase);
-    /// Rows copied so far, of an estimate.
-    fn copied(&mut self, rows: i64, estimate: i64, backlog: i64);
+    /// Rows copied so far, of an estimate, and the largest change-log backlog seen so
+    /// far (the figure that ends as [`RunReport::backlog_max`]).
+    fn copied(&mut self, rows: i64, estimate: i64, backlog_max: i64);
     /// Verification progress.
     fn verified(&mut self, rows: i64, estimate: i64);
     /// A note.
     fn note(&mut self, text: &str);
+    /// An index of the shadow is being built (at its start, then at each reading of
+    /// the server's progress of it).
+    fn index_build(&mut self, _build: &IndexBuild) {}
 }
 
 /// Progress that goes nowhere.
@@ -789,7 +794,7 @@ async fn run_phases(
         let started = Instant::now();
         progress.phase(Phase::Indexing);
         store::set_phase(client, plan.run, Phase::Indexing).await?;
-        stoppable(build_indexes(spec, plan, state, applier)).await?;
+        stoppable(build_indexes(spec, client, plan, state, applier, progress)).await?;
         report
             .phases_ms
             .push(("indexing".to_owned(), elapsed_ms(started)));
@@ -1010,7 +1015,11 @@ async fn copy(
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
-    progress.copied(state.rows.load(Ordering::Relaxed), estimate, 0);
+    progress.copied(
+        state.rows.load(Ordering::Relaxed),
+        estimate,
+        applier.map_or(0, |a| a.backlog_max.load(Ordering::Relaxed)),
+    );
     Ok(())
 }
 
@@ -1062,10 +1071,22 @@ async fn key_exists(client: &Client, plan: &RunPlan) -> Result<bool, CasError> {
 /// copy never does — fail the build with a unique violation, and the run stops with
 /// nothing swapped (INV: CO-5).
 async fn ensure_key(client: &Client, plan: &RunPlan) -> Result<(), CasError> {
+    ensure_key_watched(client, plan, None).await
+}
+
+/// [`ensure_key`], with the build reported on `watcher` (when there is one).
+async fn ensure_key_watched(
+    client: &Client,
+    plan: &RunPlan,
+    watcher: Option<&mut Watcher<'_>>,
+) -> Result<(), CasError> {
     let Some(build) = &plan.key_build else {
         return Ok(());
     };
     if key_exists(client, plan).await? {
+        if let Some(watcher) = watcher {
+            watcher.skip();
+        }
         return Ok(());
     }
     let index = QualifiedName {
@@ -1080,7 +1101,10 @@ async fn ensure_key(client: &Client, plan: &RunPlan) -> Result<(), CasError> {
             quote_ident(&plan.shadow_key_name)
         ),
     );
-    let result = client.batch_execute(&sql).await;
+    let result = match watcher {
+        Some(watcher) => watcher.run(client, "primary key", &sql).await,
+        None => client.batch_execute(&sql).await,
+    };
     session::settle(client, "building the shadow's primary key", result).await
 }
 
@@ -1091,13 +1115,17 @@ async fn ensure_key(client: &Client, plan: &RunPlan) -> Result<(), CasError> {
 /// lock on the shadow, within its `lock_timeout`) and catches up between them.
 async fn build_indexes(
     spec: &ConnectionSpec,
+    monitor: &Client,
     plan: &RunPlan,
     state: &CopyState,
     applier: Option<&ApplierTask>,
+    progress: &mut dyn CasProgress,
 ) -> Result<(), CasError> {
     let session = session::open(spec, &format!("pgshift-index-{}", plan.run)).await?;
     let client = session.client();
-    ensure_key(client, plan).await?;
+    let builds = usize::from(plan.key_build.is_some()) + plan.indexes.len();
+    let mut watcher = Watcher::new(client, monitor, progress, builds).await;
+    ensure_key_watched(client, plan, Some(&mut watcher)).await?;
     state.key_ready.store(true, Ordering::Release);
     let pause = || async {
         match applier {
@@ -1116,10 +1144,13 @@ async fn build_indexes(
             .await
             .map_err(|e| CasError::db("looking for a shadow index", e))?;
         if exists.get::<_, bool>(0) {
+            watcher.skip();
             continue;
         }
         let _paused = pause().await;
-        let result = client.batch_execute(&on_shadow(plan, &index.sql)).await;
+        let result = watcher
+            .run(client, &index.source_name, &on_shadow(plan, &index.sql))
+            .await;
         session::settle(
             client,
             &format!("building index {} on the shadow", index.source_name),
