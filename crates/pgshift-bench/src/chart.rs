@@ -35,6 +35,25 @@ use crate::timeline::Timeline;
 const WIDTH: u32 = 1100;
 const LATENCY_HEIGHT: u32 = 720;
 const BACKLOG_HEIGHT: u32 = 420;
+/// The width of the legend, right of each plot: outside the plot, so that it never
+/// hides the data (the cutover's spike is at the right, where a legend in the plot
+/// would sit).
+const LEGEND_WIDTH: u32 = 300;
+/// Where a legend's first entry is, from the top of its strip (level with the plot's
+/// top, inside the plot's margin).
+const LEGEND_TOP: i32 = 24;
+
+/// How an entry of a legend is drawn.
+#[derive(Clone, Copy, Debug)]
+enum Glyph {
+    /// A phase's band.
+    Band(RGBColor),
+    /// A line of the plot.
+    Line(RGBColor),
+}
+
+/// A legend: its entries, top to bottom.
+type Legend = Vec<(String, Glyph)>;
 
 /// A line of a chart: its legend, its colour, and its value at a second.
 type Line = (&'static str, RGBColor, fn(&SecondPoint) -> f64);
@@ -87,7 +106,9 @@ const PHASE_COLOURS: [RGBColor; 6] = [
 
 /// The colour of the phase `label` (cutovers and blocking statements are red).
 fn phase_colour(index: usize, label: &str) -> RGBColor {
-    if label.contains("cutover") || label.contains("blocking") || label.contains("ALTER") {
+    if label.contains("ACCESS EXCLUSIVE") {
+        RGBColor(120, 0, 0)
+    } else if label.contains("cutover") || label.contains("blocking") || label.contains("ALTER") {
         RGBColor(234, 67, 53)
     } else {
         PHASE_COLOURS[index % PHASE_COLOURS.len()]
@@ -121,8 +142,12 @@ pub fn write_latency_chart_from_series(
         .map_err(chart_error)?;
     let (upper, lower) = root.split_vertically(LATENCY_HEIGHT * 58 / 100);
     let x_max = x_extent(series.len() as f64, phases);
-    draw_latency(&upper, series, phases, x_max)?;
-    draw_throughput(&lower, series, phases, x_max)?;
+    let (upper, upper_legend) = with_legend_strip(&upper);
+    let legend = draw_latency(&upper, series, phases, x_max)?;
+    draw_legend(&upper_legend, &legend, LEGEND_TOP)?;
+    let (lower, lower_legend) = with_legend_strip(&lower);
+    let legend = draw_throughput(&lower, series, phases, x_max)?;
+    draw_legend(&lower_legend, &legend, LEGEND_TOP)?;
     root.present().map_err(chart_error)
 }
 
@@ -154,9 +179,9 @@ fn segments(series: &[SecondPoint], value: impl Fn(&SecondPoint) -> f64) -> Vec<
     out
 }
 
-/// Draws each phase as a translucent band from `y_low` to `y_high`; with
-/// `legend`, each also gets an entry in the chart's legend (the bands of
-/// short phases are too narrow to carry their names).
+/// Draws each phase as a translucent band from `y_low` to `y_high`, and returns
+/// their legend entries (the bands of short phases are too narrow to carry their
+/// names).
 fn draw_phase_bands<DB: DrawingBackend>(
     chart: &mut ChartContext<
         '_,
@@ -166,30 +191,64 @@ fn draw_phase_bands<DB: DrawingBackend>(
     phases: &[PhaseMark],
     y_low: f64,
     y_high: f64,
-    legend: bool,
-) -> io::Result<()> {
+) -> io::Result<Legend> {
+    let mut legend = Legend::new();
     for (i, phase) in phases.iter().enumerate() {
         let colour = phase_colour(i, &phase.label);
         // A phase shorter than the line width still shows.
         let end = phase.end_s.max(phase.start_s + 0.15);
-        let drawn = chart
+        chart
             .draw_series(std::iter::once(Rectangle::new(
                 [(phase.start_s, y_low), (end, y_high)],
                 colour.mix(0.2).filled(),
             )))
             .map_err(chart_error)?;
-        if legend {
-            drawn
-                .label(format!(
-                    "{} ({:.1}–{:.1} s)",
-                    phase.label, phase.start_s, phase.end_s
-                ))
-                .legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 5), (x + 18, y + 5)], colour.mix(0.45).filled())
-                });
+        legend.push((
+            format!(
+                "{} ({:.1}–{:.1} s)",
+                phase.label, phase.start_s, phase.end_s
+            ),
+            Glyph::Band(colour),
+        ));
+    }
+    Ok(legend)
+}
+
+/// Draws `legend` in `area` (the strip right of a plot), from `top` down.
+fn draw_legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    legend: &Legend,
+    top: i32,
+) -> io::Result<()> {
+    for (i, (label, glyph)) in legend.iter().enumerate() {
+        let y = top + 20 * i32::try_from(i).unwrap_or(i32::MAX / 40);
+        match *glyph {
+            Glyph::Band(colour) => area.draw(&Rectangle::new(
+                [(8, y - 5), (26, y + 5)],
+                colour.mix(0.45).filled(),
+            )),
+            Glyph::Line(colour) => area.draw(&PathElement::new(
+                vec![(8, y), (26, y)],
+                colour.stroke_width(2),
+            )),
         }
+        .map_err(chart_error)?;
+        area.draw(&Text::new(
+            label.clone(),
+            (32, y - 7),
+            ("sans-serif", 13).into_font(),
+        ))
+        .map_err(chart_error)?;
     }
     Ok(())
+}
+
+/// `area` split into the plot and, right of it, its legend's strip.
+fn with_legend_strip<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+) -> (DrawingArea<DB, Shift>, DrawingArea<DB, Shift>) {
+    let width = area.dim_in_pixel().0;
+    area.split_horizontally(width.saturating_sub(LEGEND_WIDTH))
 }
 
 fn draw_latency<DB: DrawingBackend>(
@@ -197,7 +256,7 @@ fn draw_latency<DB: DrawingBackend>(
     series: &[SecondPoint],
     phases: &[PhaseMark],
     x_max: f64,
-) -> io::Result<()> {
+) -> io::Result<Legend> {
     let max_ms = series
         .iter()
         .map(|p| p.max_us as f64 / 1000.0)
@@ -217,33 +276,24 @@ fn draw_latency<DB: DrawingBackend>(
         .light_line_style(WHITE.mix(0.0))
         .draw()
         .map_err(chart_error)?;
-    draw_phase_bands(&mut chart, phases, y_low, y_high, true)?;
+    let mut legend = draw_phase_bands(&mut chart, phases, y_low, y_high)?;
     let lines: [Line; 3] = [
         ("p50", RGBColor(30, 90, 200), |p| p.p50_us as f64 / 1000.0),
         ("p99", RGBColor(240, 140, 0), |p| p.p99_us as f64 / 1000.0),
         ("max", RGBColor(200, 30, 30), |p| p.max_us as f64 / 1000.0),
     ];
     for (label, colour, value) in lines {
-        let mut first = true;
-        for segment in segments(series, value) {
-            let drawn = chart
+        let parts = segments(series, value);
+        if !parts.is_empty() {
+            legend.push((label.to_owned(), Glyph::Line(colour)));
+        }
+        for segment in parts {
+            chart
                 .draw_series(LineSeries::new(segment, colour.stroke_width(2)))
                 .map_err(chart_error)?;
-            if first {
-                drawn.label(label).legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(2))
-                });
-                first = false;
-            }
         }
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.4))
-        .draw()
-        .map_err(chart_error)
+    Ok(legend)
 }
 
 fn draw_throughput<DB: DrawingBackend>(
@@ -251,7 +301,7 @@ fn draw_throughput<DB: DrawingBackend>(
     series: &[SecondPoint],
     phases: &[PhaseMark],
     x_max: f64,
-) -> io::Result<()> {
+) -> io::Result<Legend> {
     let y_max = series
         .iter()
         .map(|p| p.acknowledged.max(p.missed_slots).max(p.failed) as f64)
@@ -272,7 +322,9 @@ fn draw_throughput<DB: DrawingBackend>(
         .light_line_style(WHITE.mix(0.0))
         .draw()
         .map_err(chart_error)?;
-    draw_phase_bands(&mut chart, phases, 0.0, y_max, false)?;
+    // The bands are named in the latency plot's legend, above.
+    draw_phase_bands(&mut chart, phases, 0.0, y_max)?;
+    let mut legend = Legend::new();
     let lines: [Line; 3] = [
         ("acknowledged", RGBColor(40, 150, 60), |p| {
             p.acknowledged as f64
@@ -295,19 +347,10 @@ fn draw_throughput<DB: DrawingBackend>(
         }
         chart
             .draw_series(LineSeries::new(points, colour.stroke_width(2)))
-            .map_err(chart_error)?
-            .label(label)
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(2))
-            });
+            .map_err(chart_error)?;
+        legend.push((label.to_owned(), Glyph::Line(colour)));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.4))
-        .draw()
-        .map_err(chart_error)
+    Ok(legend)
 }
 
 /// Draws change-log backlogs (entries over seconds) into an SVG file at
@@ -344,7 +387,8 @@ pub fn write_backlog_chart(
         .flat_map(|l| l.samples.iter().map(|s| s.1 as f64))
         .fold(10.0, f64::max)
         * 1.2;
-    let mut chart = ChartBuilder::on(&root)
+    let (plot, legend_strip) = with_legend_strip(&root);
+    let mut chart = ChartBuilder::on(&plot)
         .margin(12)
         .x_label_area_size(36)
         .y_label_area_size(70)
@@ -359,7 +403,7 @@ pub fn write_backlog_chart(
         .light_line_style(WHITE.mix(0.0))
         .draw()
         .map_err(chart_error)?;
-    draw_phase_bands(&mut chart, phases, 0.0, y_max, true)?;
+    let mut legend = draw_phase_bands(&mut chart, phases, 0.0, y_max)?;
     let colours = [
         RGBColor(30, 90, 200),
         RGBColor(200, 30, 30),
@@ -370,19 +414,10 @@ pub fn write_backlog_chart(
         let points: Vec<(f64, f64)> = line.samples.iter().map(|(t, b)| (*t, *b as f64)).collect();
         chart
             .draw_series(LineSeries::new(points, colour.stroke_width(2)))
-            .map_err(chart_error)?
-            .label(line.label.clone())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(2))
-            });
+            .map_err(chart_error)?;
+        legend.push((line.label.clone(), Glyph::Line(colour)));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.4))
-        .draw()
-        .map_err(chart_error)?;
+    draw_legend(&legend_strip, &legend, LEGEND_TOP)?;
     root.present().map_err(chart_error)
 }
 
@@ -470,6 +505,80 @@ mod tests {
             "&lt;with&gt;",
         ] {
             assert!(svg.contains(text), "{text} missing");
+        }
+        std::fs::remove_dir_all(&dir).expect("clean up");
+    }
+
+    /// The x of each `<text …>label…</text>` of `svg` whose text starts with `label`.
+    fn text_x(svg: &str, label: &str) -> Vec<f64> {
+        svg.split("<text")
+            .skip(1)
+            .filter(|t| {
+                t.split_once('>')
+                    .is_some_and(|(_, rest)| rest.trim_start().starts_with(label))
+            })
+            .filter_map(|t| {
+                let (_, after) = t.split_once("x=\"")?;
+                after.split('"').next()?.parse().ok()
+            })
+            .collect()
+    }
+
+    /// The legend used to sit in the plot's upper right corner, on the cutover's
+    /// spike it exists to explain: it is drawn right of the plot now, where no data is.
+    #[test]
+    fn the_legend_is_outside_the_plot_where_no_data_is() {
+        let mut timeline = Timeline::default();
+        for s in 0..30u64 {
+            // The spike at the end, where the cutover is.
+            let latency = if s == 27 { 900_000 } else { 900 };
+            timeline.record(
+                OpKind::Insert,
+                Duration::from_millis(s * 1000),
+                Duration::from_micros(latency),
+                OpResult::Acknowledged,
+            );
+        }
+        let dir = temp_dir("legend");
+        let path = dir.join("run.svg");
+        let phases = [
+            PhaseMark::new("copying", 5.0, 20.0),
+            PhaseMark::new("cutover", 26.5, 27.9),
+            PhaseMark::new("ACCESS EXCLUSIVE held 40.0 ms", 27.86, 27.9),
+        ];
+        write_latency_chart(&path, "legend", &timeline, &phases).expect("written");
+        let svg = std::fs::read_to_string(&path).expect("read");
+        // The plotted lines (more than a legend sample's two points), and how far
+        // right they reach.
+        let mut plotted = 0;
+        let mut data_right = 0.0_f64;
+        for polyline in svg.split("<polyline").skip(1) {
+            let (_, after) = polyline.split_once("points=\"").expect("points");
+            let points = after.split('"').next().expect("points end");
+            let xs: Vec<f64> = points
+                .split_whitespace()
+                .map(|p| p.split(',').next().and_then(|x| x.parse().ok()).expect("x"))
+                .collect();
+            if xs.len() > 2 {
+                plotted += 1;
+                data_right = xs.iter().copied().fold(data_right, f64::max);
+            }
+        }
+        assert!(plotted >= 3, "the p50, p99 and max lines are plotted");
+        for label in [
+            "copying (",
+            "cutover (",
+            "ACCESS EXCLUSIVE held",
+            "p99",
+            "max",
+            "acknowledged",
+        ] {
+            let xs = text_x(&svg, label);
+            assert!(!xs.is_empty(), "{label} is not in the legend");
+            assert!(
+                xs.iter().all(|x| *x > data_right),
+                "{label} at {xs:?}, over the data (which reaches {data_right})"
+            );
         }
         std::fs::remove_dir_all(&dir).expect("clean up");
     }

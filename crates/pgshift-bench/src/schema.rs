@@ -8,12 +8,12 @@
 //! and deterministic: two seeds with the same `rows_per_partition` produce the
 //! same rows.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio_postgres::Client;
 
 use crate::error::{Error, Result};
-use crate::psql::{run_script, Variables};
+use crate::psql::{run_script, run_script_observed, Variables};
 
 /// `workloads/relay/schema.sql`, as built into the library.
 pub const SCHEMA_SQL: &str = include_str!("../../../workloads/relay/schema.sql");
@@ -38,6 +38,37 @@ impl SeedReport {
     }
 }
 
+/// How far a seed is: reported after each partition's `INSERT` (one statement, one
+/// transaction: nothing of a partition is visible to another session before it
+/// commits).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SeedProgress {
+    /// Partitions seeded (or skipped: already holding rows).
+    pub partitions_done: usize,
+    /// Partitions of `events`.
+    pub partitions_total: usize,
+    /// Events the partitions done were given (`partitions_done × rows_per_partition`).
+    pub events_done: u64,
+    /// Events of the whole seed.
+    pub events_total: u64,
+    /// Since the seed started.
+    pub elapsed: Duration,
+}
+
+impl SeedProgress {
+    /// Events per second so far.
+    pub fn rate(&self) -> f64 {
+        self.events_done as f64 / self.elapsed.as_secs_f64().max(0.001)
+    }
+
+    /// The seconds left at the rate so far (`None` before the first partition).
+    pub fn eta(&self) -> Option<Duration> {
+        let rate = self.rate();
+        (self.events_done > 0 && self.events_total > self.events_done)
+            .then(|| Duration::from_secs_f64((self.events_total - self.events_done) as f64 / rate))
+    }
+}
+
 /// Creates the relay schema (tables, partitions, indexes, trigger functions and
 /// triggers) in the connected database, within `timeout`. The script is one
 /// transaction and can be run again over itself.
@@ -57,6 +88,16 @@ pub async fn seed(
     rows_per_partition: u32,
     timeout: Duration,
 ) -> Result<SeedReport> {
+    seed_with_progress(client, rows_per_partition, timeout, &mut |_| {}).await
+}
+
+/// [`seed`], reporting on `progress` after each partition.
+pub async fn seed_with_progress(
+    client: &Client,
+    rows_per_partition: u32,
+    timeout: Duration,
+    progress: &mut (dyn FnMut(SeedProgress) + Send),
+) -> Result<SeedReport> {
     if rows_per_partition == 0 {
         return Err(Error::Config {
             field: "rows_per_partition",
@@ -67,8 +108,18 @@ pub async fn seed(
         "rows_per_partition".to_owned(),
         rows_per_partition.to_string(),
     )]);
+    let started = Instant::now();
+    let mut generated = |done: usize, of: usize| {
+        progress(SeedProgress {
+            partitions_done: done,
+            partitions_total: of,
+            events_done: done as u64 * u64::from(rows_per_partition),
+            events_total: of as u64 * u64::from(rows_per_partition),
+            elapsed: started.elapsed(),
+        });
+    };
     let output = bounded("running seed.sql", timeout, async {
-        run_script(client, "seed.sql", SEED_SQL, vars).await
+        run_script_observed(client, "seed.sql", SEED_SQL, vars, &mut generated).await
     })
     .await?;
     let partitions = output

@@ -4,6 +4,8 @@
 
 mod common;
 
+use std::io::Read;
+
 use std::time::Duration;
 
 use common::cas::{
@@ -130,6 +132,25 @@ fn a_deferred_cutover_waits_for_the_operator_and_survives_a_kill() {
     // Killed while waiting: resuming brings it back to `ready`, verified again.
     child.kill().expect("SIGKILL");
     let _ = child.wait();
+    // Its JSON progress named each index build of the indexing phase, in turn.
+    let mut first_stderr = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut first_stderr)
+        .expect("stderr is text");
+    let builds: Vec<serde_json::Value> = first_stderr
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a JSON progress line"))
+        .filter(|e: &serde_json::Value| e["event"] == "index-build" && e["phase"].is_null())
+        .collect();
+    assert!(!builds.is_empty(), "{first_stderr}");
+    assert_eq!(builds[0]["index"], "primary key", "{first_stderr}");
+    for (i, build) in builds.iter().enumerate() {
+        assert_eq!(build["number"], i + 1, "{first_stderr}");
+        assert_eq!(build["count"], builds.len(), "{first_stderr}");
+    }
     let mut resumed = spawn(&["resume", "--url", &url, "--format", "json", "items"]);
     let stderr_lines = lines_of(resumed.stderr.take().expect("stderr"));
     let mut stderr = String::new();

@@ -56,3 +56,65 @@ fn defer_cutover_is_refused_before_anything_starts() {
     );
     assert!(run.stderr.contains("do this:"), "{}", run.stderr);
 }
+
+/// A running demo, interrupted by `signal` once its load runs: it stops, removes its
+/// cluster (the postmaster is gone, and so is the directory) and exits 128 + the
+/// signal. It used to die of the signal, leaving both for the next start's sweep.
+fn interrupt_a_running_demo(signal: i32, name: &str) {
+    use std::time::{Duration, Instant};
+
+    let out = std::env::temp_dir().join(format!("pgshift-demo-{name}-{}", std::process::id()));
+    let out_text = out.to_string_lossy().into_owned();
+    let mut child =
+        common::cas::spawn(&["demo", "--rows-per-partition", "2000", "--out", &out_text]);
+    let stdout = common::cas::lines_of(child.stdout.take().expect("stdout"));
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut cluster_dir = None;
+    loop {
+        let line = stdout
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .expect("the demo reaches its load");
+        // `  PostgreSQL 15.18 in DIR (socket …)`
+        if let Some(rest) = line.trim_start().strip_prefix("PostgreSQL ") {
+            let dir = rest
+                .split_once(" in ")
+                .and_then(|(_, dir)| dir.split_once(" (socket"))
+                .map(|(dir, _)| std::path::PathBuf::from(dir));
+            cluster_dir = dir;
+        }
+        if line.starts_with("* starting the load") {
+            break;
+        }
+    }
+    let dir = cluster_dir.expect("the demo says where its cluster is");
+    let postmaster: i32 = std::fs::read_to_string(dir.join("data/postmaster.pid"))
+        .expect("the server runs")
+        .lines()
+        .next()
+        .and_then(|l| l.trim().parse().ok())
+        .expect("a postmaster pid");
+    std::thread::sleep(Duration::from_millis(500));
+    let pid = i32::try_from(child.id()).expect("a pid");
+    // SAFETY: kill(2) with the pid of a child this test started and still owns.
+    assert_eq!(unsafe { libc::kill(pid, signal) }, 0, "the signal is sent");
+    let output = child.wait_with_output().expect("the demo ends");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(128 + signal), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "pgshift demo: {name} received: stopping the load and removing the throwaway PostgreSQL"
+        )),
+        "{stderr}"
+    );
+    assert!(!dir.exists(), "{} is left behind", dir.display());
+    // SAFETY: signal 0 only asks whether the process exists.
+    let alive = unsafe { libc::kill(postmaster, 0) } == 0;
+    assert!(!alive, "the postmaster (pid {postmaster}) still runs");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn an_interrupted_demo_removes_its_cluster_and_exits_by_its_signal() {
+    interrupt_a_running_demo(libc::SIGINT, "SIGINT");
+    interrupt_a_running_demo(libc::SIGTERM, "SIGTERM");
+}

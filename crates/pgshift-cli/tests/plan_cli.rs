@@ -173,6 +173,88 @@ fn inv_se_2_passwords_never_appear_in_output() {
     }
 }
 
+/// The demo's figures agree with one another: the seed's progress, each index build,
+/// one cutover (the text, the report and the chart's bands), one backlog figure.
+fn demo_tells_one_story(stdout: &str, stderr: &str, report: &serde_json::Value) {
+    for n in 1..=8 {
+        assert!(
+            stdout.contains(&format!(
+                "partition {n} of 8 seeded · {} of 16000 events",
+                n * 2000
+            )),
+            "{stdout}"
+        );
+    }
+    // The primary key and the 5 indexes the rewrite keeps (dropping search_tsv drops
+    // its index), each announced in turn.
+    for n in 1..=6 {
+        assert!(stderr.contains(&format!(" ({n} of 6)")), "{stderr}");
+    }
+    assert!(
+        stderr.contains("building index primary key (1 of 6)"),
+        "{stderr}"
+    );
+    let run = &report["run"];
+    let cutover_ms = run["phases_ms"]
+        .as_array()
+        .and_then(|p| p.iter().find(|p| p[0] == "cutover"))
+        .and_then(|p| p[1].as_u64())
+        .expect("a cutover phase");
+    let held_us = run["swap"]["lock_held_us"].as_u64().expect("a lock hold");
+    assert!(held_us <= cutover_ms * 1_000 + 1_000, "{run:#}");
+    let phase_text = if cutover_ms < 1_000 {
+        format!("{cutover_ms} ms")
+    } else {
+        format!("{:.1} s", cutover_ms as f64 / 1_000.0)
+    };
+    assert!(
+        stdout.contains(&format!("cutover phase {phase_text} (taking the lock, catching up); of it, ACCESS EXCLUSIVE held")),
+        "{stdout}"
+    );
+    let marks = report["phases"].as_array().expect("phases");
+    let mark = |prefix: &str| {
+        marks
+            .iter()
+            .find(|m| m["label"].as_str().is_some_and(|l| l.starts_with(prefix)))
+            .map(|m| {
+                (
+                    m["start_s"].as_f64().unwrap_or(-1.0),
+                    m["end_s"].as_f64().unwrap_or(-1.0),
+                )
+            })
+            .unwrap_or_else(|| panic!("no {prefix} band in {marks:?}"))
+    };
+    let (cut_start, cut_end) = mark("cutover");
+    assert!(
+        ((cut_end - cut_start) - cutover_ms as f64 / 1_000.0).abs() < 1e-6,
+        "the cutover band is the report's cutover phase: {marks:?}"
+    );
+    let (lock_start, lock_end) = mark("ACCESS EXCLUSIVE held");
+    assert!((lock_end - cut_end).abs() < 1e-6, "{marks:?}");
+    assert!(
+        ((lock_end - lock_start) - held_us as f64 / 1_000_000.0).abs() < 1e-6,
+        "{marks:?}"
+    );
+    let backlog = run["backlog_max"].as_i64().expect("a backlog");
+    assert!(
+        stdout.contains(&format!(
+            "change-log backlog at most {backlog} over the run"
+        )),
+        "{stdout}"
+    );
+    for so_far in stderr.split("change-log backlog at most ").skip(1) {
+        let n: i64 = so_far
+            .split(' ')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .expect("a figure");
+        assert!(
+            n <= backlog,
+            "progress said {n}, more than the run's {backlog}"
+        );
+    }
+}
+
 #[test]
 fn demo_runs_and_cleans_up() {
     let out = std::env::temp_dir().join(format!("pgshift-demo-test-{}", std::process::id()));
@@ -211,6 +293,7 @@ fn demo_runs_and_cleans_up() {
         report["writes_acknowledged"].as_u64().unwrap_or(0) > 0,
         "the load acknowledged no write: {report:#}"
     );
+    demo_tells_one_story(&run.stdout, &run.stderr, &report);
     let chart = std::fs::read_to_string(out.join("writers.svg")).expect("the demo drew a chart");
     assert!(
         chart.starts_with("<svg"),

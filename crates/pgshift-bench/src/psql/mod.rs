@@ -49,7 +49,19 @@ pub(crate) async fn run_script(
     client: &Client,
     name: &'static str,
     script: &str,
+    vars: Variables,
+) -> Result<ScriptOutput> {
+    run_script_observed(client, name, script, vars, &mut |_, _| {}).await
+}
+
+/// [`run_script`], calling `generated(done, of)` after each statement a `\gexec`
+/// generated completes (`done` of the `of` its query generated).
+pub(crate) async fn run_script_observed(
+    client: &Client,
+    name: &'static str,
+    script: &str,
     mut vars: Variables,
+    generated: &mut (dyn FnMut(usize, usize) + Send),
 ) -> Result<ScriptOutput> {
     let mut lexer = Lexer::new(script);
     let mut branches: Vec<Branch> = Vec::new();
@@ -83,7 +95,7 @@ pub(crate) async fn run_script(
                 "set" => set(&mut vars, name, line, args)?,
                 "gexec" => {
                     if let Some((start, sql)) = lexer.take_buffer() {
-                        gexec(client, name, start, &sql, &mut output).await?;
+                        gexec(client, name, start, &sql, &mut output, generated).await?;
                     }
                 }
                 _ => {
@@ -217,12 +229,15 @@ async fn gexec(
     line: usize,
     sql: &str,
     output: &mut ScriptOutput,
+    generated: &mut (dyn FnMut(usize, usize) + Send),
 ) -> Result<()> {
     let rows = send(client, name, line, sql, output)
         .await?
         .unwrap_or_default();
-    for cell in rows.into_iter().flatten().flatten() {
-        send(client, name, line, &cell, output).await?;
+    let cells: Vec<String> = rows.into_iter().flatten().flatten().collect();
+    for (i, cell) in cells.iter().enumerate() {
+        send(client, name, line, cell, output).await?;
+        generated(i + 1, cells.len());
     }
     Ok(())
 }

@@ -65,6 +65,47 @@ async fn library_loads_the_same_relay_database_as_psql() {
     assert_eq!(got, expected);
 }
 
+/// A seed reports after each partition's INSERT, and its last report's events are
+/// what the server counts in `events` afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_seed_reports_its_progress_partition_by_partition() {
+    let cluster = pgshift_embedded::shared_cluster().expect("shared cluster");
+    let db = cluster.fresh_database("bench_progress").expect("database");
+    let client = connect(&cluster.connection_string(&db)).await;
+    let bound = Duration::from_secs(60);
+    schema::load_schema(&client, bound)
+        .await
+        .expect("schema loads");
+    let mut seen = Vec::new();
+    let report = schema::seed_with_progress(&client, 30, bound, &mut |p| seen.push(p))
+        .await
+        .expect("seed runs");
+    let partitions: Vec<(usize, usize, u64, u64)> = seen
+        .iter()
+        .map(|p| {
+            (
+                p.partitions_done,
+                p.partitions_total,
+                p.events_done,
+                p.events_total,
+            )
+        })
+        .collect();
+    let expected: Vec<(usize, usize, u64, u64)> =
+        (1..=8).map(|n| (n, 8, 30 * n as u64, 240)).collect();
+    assert_eq!(partitions, expected);
+    assert!(seen.windows(2).all(|w| w[0].elapsed <= w[1].elapsed));
+    assert!(seen.iter().all(|p| p.rate() > 0.0));
+    assert_eq!(seen[7].eta(), None, "nothing is left at the end");
+    let counted: i64 = client
+        .query_one("SELECT count(*) FROM events", &[])
+        .await
+        .expect("count")
+        .get(0);
+    assert_eq!(counted as u64, seen[7].events_done);
+    assert_eq!(report.total(), seen[7].events_done);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_seed_of_zero_rows_is_refused() {
     let cluster = pgshift_embedded::shared_cluster().expect("shared cluster");

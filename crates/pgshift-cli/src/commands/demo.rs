@@ -79,6 +79,11 @@ pub fn run(args: &DemoArgs) -> u8 {
         Err(err) => return err.report("demo", crate::cli::Format::Text),
     };
     let started = Instant::now();
+    // Taken over before the cluster starts, so that no signal can leave it behind.
+    let signals = {
+        let _entered = runtime.enter();
+        Signals::install()
+    };
     let out = args.out.clone().map_or_else(default_out_dir, PathBuf::from);
     if let Err(err) = std::fs::create_dir_all(&out) {
         eprintln!("pgshift demo: cannot create {}: {err}", out.display());
@@ -93,11 +98,34 @@ pub fn run(args: &DemoArgs) -> u8 {
         }
     };
     done(&format!(
-        "PostgreSQL {} on {}",
+        "PostgreSQL {} in {} (socket {}; removed at the end, or on Ctrl-C)",
         cluster.version(),
+        cluster.dir().display(),
         cluster.socket_dir().display()
     ));
-    let outcome = runtime.block_on(demo(&cluster, args, &out));
+    let outcome = runtime.block_on(async {
+        match signals {
+            Some(signals) => tokio::select! {
+                outcome = demo(&cluster, args, &out) => Ok(outcome),
+                signal = signals.next() => Err(signal),
+            },
+            None => Ok(demo(&cluster, args, &out).await),
+        }
+    });
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(signal) => {
+            eprintln!(
+                "\npgshift demo: {} received: stopping the load and removing the throwaway PostgreSQL",
+                pgshift::exec::interrupt::signal_name(signal)
+            );
+            // The load's and the run's tasks end with their runtime, before the
+            // server they talk to goes.
+            drop(runtime);
+            finish(cluster, args.keep);
+            return u8::try_from(exit::killed_by(signal)).unwrap_or(exit::INPUT_ERROR);
+        }
+    };
     let code = match &outcome {
         Ok(true) => exit::OK,
         Ok(false) => exit::INPUT_ERROR,
@@ -112,6 +140,34 @@ pub fn run(args: &DemoArgs) -> u8 {
         started.elapsed().as_secs_f64()
     );
     code
+}
+
+/// SIGINT and SIGTERM during the demo: the demo stops where it is (its load, its
+/// rewrite), removes its cluster and exits 128 + the signal. Nothing of the demo is
+/// worth resuming, unlike an `apply`'s run.
+struct Signals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    /// Takes the two signals over (inside a runtime); `None` if they cannot be, and
+    /// the default stays (the process dies; the next start sweeps its cluster).
+    fn install() -> Option<Signals> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Some(Signals {
+            interrupt: signal(SignalKind::interrupt()).ok()?,
+            terminate: signal(SignalKind::terminate()).ok()?,
+        })
+    }
+
+    /// The number of the first of the two to arrive.
+    async fn next(mut self) -> i32 {
+        tokio::select! {
+            _ = self.interrupt.recv() => libc::SIGINT,
+            _ = self.terminate.recv() => libc::SIGTERM,
+        }
+    }
 }
 
 fn default_out_dir() -> PathBuf {
@@ -140,9 +196,14 @@ async fn demo(cluster: &Cluster, args: &DemoArgs, out: &Path) -> Result<bool, St
     schema::load_schema(&client, Duration::from_secs(120))
         .await
         .map_err(|e| e.to_string())?;
-    let seeded = schema::seed(&client, args.rows_per_partition, Duration::from_secs(1_800))
-        .await
-        .map_err(|e| e.to_string())?;
+    let seeded = schema::seed_with_progress(
+        &client,
+        args.rows_per_partition,
+        Duration::from_secs(1_800),
+        &mut |p| done(&seed_line(&p)),
+    )
+    .await
+    .map_err(|e| e.to_string())?;
     client
         .batch_execute("ANALYZE")
         .await
@@ -199,7 +260,7 @@ async fn demo(cluster: &Cluster, args: &DemoArgs, out: &Path) -> Result<bool, St
     .await
     .map_err(|e| e.to_string())?;
 
-    let phases = progress.marks(rewrite_end);
+    let phases = progress.marks(rewrite_end, Some(&run));
     let summary = summarize(&report, &phases, rewrite_end);
     print_summary(&summary, &report, &verdict);
 
@@ -248,6 +309,23 @@ async fn demo(cluster: &Cluster, args: &DemoArgs, out: &Path) -> Result<bool, St
     Ok(run.phase == "done" && verdict.is_clean())
 }
 
+/// A seed's progress for people: `partition 3 of 8 seeded · 6000 of 16000 events ·
+/// 5200 events/s · about 2 s left`.
+fn seed_line(p: &schema::SeedProgress) -> String {
+    let mut line = format!(
+        "partition {} of {} seeded · {} of {} events · {:.0} events/s",
+        p.partitions_done,
+        p.partitions_total,
+        p.events_done,
+        p.events_total,
+        p.rate()
+    );
+    if let Some(eta) = p.eta() {
+        line.push_str(&format!(" · about {:.0} s left", eta.as_secs_f64().ceil()));
+    }
+    line
+}
+
 /// The load's time origin (seconds of its timeline count from it).
 fn load_origin(load: &load::LoadHandle) -> Instant {
     Instant::now() - load.elapsed()
@@ -267,6 +345,8 @@ struct Summary {
     before: WindowStats,
     during: WindowStats,
     cutover: WindowStats,
+    /// The whole seconds of the load the cutover phase overlaps.
+    cutover_seconds: std::ops::Range<usize>,
     after: WindowStats,
 }
 
@@ -277,16 +357,15 @@ fn summarize(report: &LoadReport, phases: &[PhaseMark], rewrite_end: f64) -> Sum
         .find(|p| p.label == "cutover")
         .map_or((rewrite_end, rewrite_end), |p| (p.start_s, p.end_s));
     let seconds = report.timeline.seconds().len();
+    let cutover_seconds = stats::seconds_overlapping(cutover.0, cutover.1);
     Summary {
         before: stats::write_window(&report.timeline, stats::seconds_before(1, rewrite_start)),
         during: stats::write_window(
             &report.timeline,
             stats::seconds_overlapping(rewrite_start, rewrite_end),
         ),
-        cutover: stats::write_window(
-            &report.timeline,
-            stats::seconds_overlapping(cutover.0, cutover.1),
-        ),
+        cutover: stats::write_window(&report.timeline, cutover_seconds.clone()),
+        cutover_seconds,
         after: stats::write_window(
             &report.timeline,
             (rewrite_end.ceil() as usize)..seconds.saturating_sub(1),
@@ -296,14 +375,24 @@ fn summarize(report: &LoadReport, phases: &[PhaseMark], rewrite_end: f64) -> Sum
 
 fn print_summary(summary: &Summary, report: &LoadReport, verdict: &OracleReport) {
     println!("\n== what the writers saw (acknowledged writes/s; latency p50 / p99 / max)\n");
+    // The seconds the cutover phase overlaps, as the chart's seconds count them.
+    let cutover = if summary.cutover_seconds.len() == 1 {
+        format!("cutover (second {})", summary.cutover_seconds.start)
+    } else {
+        format!(
+            "cutover (seconds {}–{})",
+            summary.cutover_seconds.start,
+            summary.cutover_seconds.end - 1
+        )
+    };
     for (label, window) in [
         ("before the rewrite", &summary.before),
         ("during the rewrite", &summary.during),
-        ("the cutover second", &summary.cutover),
+        (cutover.as_str(), &summary.cutover),
         ("after the rewrite", &summary.after),
     ] {
         println!(
-            "  {label:<20} {:>6.0}/s   {} / {} / {}",
+            "  {label:<24} {:>6.0}/s   {} / {} / {}",
             window.acknowledged_per_s,
             millis(window.p50_us),
             millis(window.p99_us),
@@ -347,6 +436,15 @@ fn millis(us: u64) -> String {
     format!("{:.1} ms", us as f64 / 1_000.0)
 }
 
+/// A lock's hold, in the unit that reads best.
+fn lock_text(us: u64) -> String {
+    if us < 1_000_000 {
+        millis(us)
+    } else {
+        format!("{:.2} s", us as f64 / 1_000_000.0)
+    }
+}
+
 /// Passes progress on, and records when each phase started (seconds since `origin`).
 struct Recorder {
     inner: render::CasView,
@@ -363,9 +461,14 @@ impl Recorder {
         }
     }
 
-    /// The phases as marks, each ending where the next starts (the last at `end`).
-    fn marks(&self, end: f64) -> Vec<PhaseMark> {
-        self.starts
+    /// The phases as marks, each ending where the next starts (the last at `end`),
+    /// with the cutover as the report measured it: its band is the report's cutover
+    /// phase, followed by `finishing` (dropping the old table, validating foreign
+    /// keys: after the swap committed), and the lock's hold is a mark of its own at
+    /// the end of the phase (the hold ends with the swap's `COMMIT`).
+    fn marks(&self, end: f64, run: Option<&RunReport>) -> Vec<PhaseMark> {
+        let mut marks: Vec<PhaseMark> = self
+            .starts
             .iter()
             .enumerate()
             .filter(|(_, (phase, _))| !matches!(phase, Phase::Done | Phase::Failed))
@@ -373,7 +476,36 @@ impl Recorder {
                 let until = self.starts.get(i + 1).map_or(end, |(_, next)| *next);
                 PhaseMark::new(phase.name(), *start, until)
             })
-            .collect()
+            .collect();
+        let Some(run) = run else {
+            return marks;
+        };
+        let phase_ms = run
+            .phases_ms
+            .iter()
+            .find(|(phase, _)| phase == "cutover")
+            .map(|(_, ms)| *ms);
+        let Some(cutover) = marks.iter_mut().find(|m| m.label == "cutover") else {
+            return marks;
+        };
+        let Some(phase_ms) = phase_ms else {
+            return marks;
+        };
+        let swapped = (cutover.start_s + phase_ms as f64 / 1_000.0).min(cutover.end_s);
+        let finished = cutover.end_s;
+        cutover.end_s = swapped;
+        if let Some(swap) = &run.swap {
+            let held = swap.lock_held_us as f64 / 1_000_000.0;
+            marks.push(PhaseMark::new(
+                format!("ACCESS EXCLUSIVE held {}", lock_text(swap.lock_held_us)),
+                (swapped - held).max(0.0),
+                swapped,
+            ));
+        }
+        if finished > swapped {
+            marks.push(PhaseMark::new("finishing", swapped, finished));
+        }
+        marks
     }
 }
 
@@ -391,6 +523,12 @@ impl CasProgress for Recorder {
     }
     fn note(&mut self, text: &str) {
         self.inner.note(text);
+    }
+    fn index_build(&mut self, build: &pgshift::cas::IndexBuild) {
+        self.inner.index_build(build);
+    }
+    fn throttled(&mut self, pace: &str, why: &str, paused_ms: u64) {
+        self.inner.throttled(pace, why, paused_ms);
     }
 }
 

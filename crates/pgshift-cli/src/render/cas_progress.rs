@@ -4,7 +4,8 @@
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use pgshift::cas::{CasProgress, Phase};
+use pgshift::cas::{CasProgress, IndexBuild, Phase};
+use pgshift::exec::BuildProgress;
 use serde_json::json;
 
 /// How progress is written.
@@ -27,6 +28,9 @@ pub struct CasView {
     phase_started: Instant,
     /// The last tenth printed (plain lines) and the last JSON line's time.
     last_tenth: i64,
+    /// The index build whose readings are shown (its number), and the last reading's
+    /// phase and tenth printed as a plain line.
+    last_build: Option<(usize, String, i64)>,
     last_json: Option<Instant>,
     /// The throttle's pace (`open`, `slow`, `paused`), and the time this phase spent
     /// paused (left out of its rate, so the ETA is the time left once it runs again).
@@ -45,6 +49,7 @@ impl CasView {
             phase: None,
             phase_started: Instant::now(),
             last_tenth: -1,
+            last_build: None,
             last_json: None,
             pace: "open",
             paused_since: None,
@@ -96,7 +101,7 @@ impl CasView {
                             "rows_estimated": estimate,
                             "rows_per_second": rate.round(),
                             "eta_seconds": eta.map(f64::round),
-                            "change_log_backlog": backlog,
+                            "change_log_backlog_max": backlog,
                             "throttle": self.pace,
                             "elapsed_ms": self.elapsed_ms(),
                         })
@@ -138,6 +143,33 @@ impl CasView {
     }
 }
 
+/// What a reading of a build says: its phase, how far (blocks or tuples), and which
+/// partition of a partitioned index.
+fn build_details(reading: &BuildProgress) -> String {
+    let mut out = reading.phase.clone();
+    if reading.blocks_total > 0 {
+        out.push_str(&format!(
+            " · {} of {} blocks",
+            reading.blocks_done, reading.blocks_total
+        ));
+    } else if reading.tuples_total > 0 {
+        out.push_str(&format!(
+            " · {} of {} tuples",
+            reading.tuples_done, reading.tuples_total
+        ));
+    }
+    if let Some(fraction) = reading.fraction() {
+        out.push_str(&format!(" ({:.0} %)", fraction * 100.0));
+    }
+    if reading.partitions_total > 0 {
+        out.push_str(&format!(
+            " · {} of {} partitions built",
+            reading.partitions_done, reading.partitions_total
+        ));
+    }
+    out
+}
+
 fn details(rate: f64, eta: Option<f64>, backlog: Option<i64>, pace: &str) -> String {
     let mut out = format!(" · {:.0} rows/s", rate);
     if let Some(eta) = eta {
@@ -151,7 +183,8 @@ fn details(rate: f64, eta: Option<f64>, backlog: Option<i64>, pace: &str) -> Str
         out.push_str(&format!(" · throttle: {pace}"));
     }
     if let Some(backlog) = backlog {
-        out.push_str(&format!(" · change log {backlog}"));
+        // The run's largest backlog so far, the figure its report ends with.
+        out.push_str(&format!(" · change-log backlog at most {backlog} so far"));
     }
     out
 }
@@ -189,6 +222,7 @@ impl CasProgress for CasView {
         self.phase = Some(phase);
         self.phase_started = Instant::now();
         self.last_tenth = -1;
+        self.last_build = None;
         self.last_json = None;
         self.paused_in_phase = Duration::ZERO;
         if self.paused_since.is_some() {
@@ -243,10 +277,110 @@ impl CasProgress for CasView {
         }
     }
 
+    fn index_build(&mut self, build: &IndexBuild) {
+        let started = self.last_build.as_ref().is_none_or(|b| b.0 != build.number);
+        if started {
+            if let Some(bar) = self.bar.take() {
+                bar.finish_and_clear();
+            }
+            self.last_build = Some((build.number, String::new(), -1));
+            self.last_json = None;
+        }
+        let title = format!("{} ({} of {})", build.index, build.number, build.count);
+        match self.style {
+            Style::Json => {
+                if started || self.json_due() {
+                    let reading = build.reading.as_ref();
+                    eprintln!(
+                        "{}",
+                        json!({
+                            "event": "index-build",
+                            "index": build.index,
+                            "number": build.number,
+                            "count": build.count,
+                            "phase": reading.map(|r| r.phase.as_str()),
+                            "blocks_done": reading.map(|r| r.blocks_done),
+                            "blocks_total": reading.map(|r| r.blocks_total),
+                            "tuples_done": reading.map(|r| r.tuples_done),
+                            "tuples_total": reading.map(|r| r.tuples_total),
+                            "partitions_done": reading.map(|r| r.partitions_done),
+                            "partitions_total": reading.map(|r| r.partitions_total),
+                            "elapsed_ms": self.elapsed_ms(),
+                        })
+                    );
+                }
+            }
+            Style::Bar => {
+                let bar = self.bar.get_or_insert_with(|| {
+                    let bar = ProgressBar::new(1);
+                    bar.set_style(
+                        ProgressStyle::with_template("{spinner} {prefix} [{bar:30}] {msg}")
+                            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                    );
+                    bar.enable_steady_tick(Duration::from_millis(120));
+                    bar
+                });
+                bar.set_prefix(format!("index {title}"));
+                match &build.reading {
+                    Some(reading) => {
+                        bar.set_length(1_000);
+                        bar.set_position(reading.fraction().map_or(0, |f| (f * 1_000.0) as u64));
+                        bar.set_message(build_details(reading));
+                    }
+                    None => bar.set_message("starting"),
+                }
+            }
+            Style::Lines => match &build.reading {
+                None => eprintln!("  building index {title}"),
+                Some(reading) => {
+                    let tenth = reading.fraction().map_or(-1, |f| (f * 10.0) as i64);
+                    let line = (build.number, reading.phase.clone(), tenth);
+                    if self.last_build.as_ref() != Some(&line) {
+                        eprintln!("  building index {title}: {}", build_details(reading));
+                        self.last_build = Some(line);
+                    }
+                }
+            },
+        }
+    }
+
     fn note(&mut self, text: &str) {
         match self.style {
             Style::Json => eprintln!("{}", json!({"event": "note", "note": text})),
             Style::Bar | Style::Lines => eprintln!("  note: {text}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reading(blocks: (i64, i64), tuples: (i64, i64), partitions: (i64, i64)) -> BuildProgress {
+        BuildProgress {
+            phase: "building index: scanning table".to_owned(),
+            blocks_done: blocks.0,
+            blocks_total: blocks.1,
+            tuples_done: tuples.0,
+            tuples_total: tuples.1,
+            partitions_done: partitions.0,
+            partitions_total: partitions.1,
+        }
+    }
+
+    #[test]
+    fn a_build_reading_says_its_phase_how_far_and_which_partition() {
+        assert_eq!(
+            build_details(&reading((250, 1000), (0, 0), (0, 0))),
+            "building index: scanning table · 250 of 1000 blocks (25 %)"
+        );
+        assert_eq!(
+            build_details(&reading((0, 0), (30, 40), (3, 8))),
+            "building index: scanning table · 30 of 40 tuples (75 %) · 3 of 8 partitions built"
+        );
+        assert_eq!(
+            build_details(&reading((0, 0), (0, 0), (0, 0))),
+            "building index: scanning table"
+        );
     }
 }

@@ -28,7 +28,9 @@ pub fn cas_report(report: &RunReport) -> String {
     }
     let _ = writeln!(
         out,
-        "  rows copied {}, verified {} in {} pass{}; change-log backlog at most {}",
+        // The same figure as the copy's progress ("at most N so far"), over the whole
+        // run: the backlog still grows while the shadow's indexes are built.
+        "  rows copied {}, verified {} in {} pass{}; change-log backlog at most {} over the run (indexing included)",
         report.rows_copied,
         report.rows_verified,
         report.verification_passes,
@@ -40,9 +42,22 @@ pub fn cas_report(report: &RunReport) -> String {
         report.backlog_max
     );
     if let Some(swap) = &report.swap {
+        // One cutover, two figures named apart: the phase (taking the lock, with its
+        // retries and any catching up between them) and, within its last moments, the
+        // lock's hold (what writers wait for).
+        let phase = report
+            .phases_ms
+            .iter()
+            .find(|(phase, _)| phase == "cutover")
+            .map_or_else(String::new, |(_, ms)| {
+                format!(
+                    "cutover phase {} (taking the lock, catching up); of it, ",
+                    millis(*ms)
+                )
+            });
         let _ = writeln!(
             out,
-            "  swap: ACCESS EXCLUSIVE held {} (attempt {}, {} changes drained under the lock)",
+            "  {phase}ACCESS EXCLUSIVE held {} (attempt {}, {} changes drained under the lock)",
             micros(swap.lock_held_us),
             swap.attempts,
             swap.drained

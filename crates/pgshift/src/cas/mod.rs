@@ -13,6 +13,7 @@ pub mod copier;
 pub mod cutover;
 pub mod digest;
 pub mod error;
+pub mod index_watch;
 pub mod keys;
 pub mod ledger;
 pub mod liveness;
@@ -30,6 +31,7 @@ pub mod throttle;
 pub mod verify;
 
 pub use error::CasError;
+pub use index_watch::IndexBuild;
 pub use liveness::{await_cutover, CutoverOutcome, RunStatus};
 pub use plan::{CutoverBudgets, Mode, RunOptions, VerifyMethod};
 pub use preflight::{preflight, preflight_read_only, Preflight};

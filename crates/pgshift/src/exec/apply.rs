@@ -12,7 +12,7 @@ use super::cas_unit::{run_cas_unit, CasSettings, CasUnitReport};
 use super::index_guard::IndexGuard;
 use super::jitter::Jitter;
 use super::judge::{judge, JudgeError};
-use super::progress::{BuildProgress, Progress};
+use super::progress::Progress;
 use super::schedule::{Schedule, ScheduleOptions, Scheduled, StatementRefusal};
 use super::unit::{run_unit, Sleeper, Unit, UnitContext, UnitReport};
 use crate::classify::WorkClass;
@@ -485,21 +485,8 @@ async fn watched(
                 return report;
             }
             _ = build_tick.tick(), if watch.build => {
-                if let Ok(Some(row)) = monitor
-                    .query_opt(
-                        "SELECT phase, blocks_total, blocks_done, tuples_total, tuples_done \
-                           FROM pg_catalog.pg_stat_progress_create_index WHERE pid OPERATOR(pg_catalog.=) $1",
-                        &[&pid],
-                    )
-                    .await
-                {
-                    progress.build(BuildProgress {
-                        phase: row.get(0),
-                        blocks_total: row.get(1),
-                        blocks_done: row.get(2),
-                        tuples_total: row.get(3),
-                        tuples_done: row.get(4),
-                    });
+                if let Some(reading) = super::progress::read_build(monitor, pid).await {
+                    progress.build(reading);
                 }
             }
             _ = wait_tick.tick(), if watch.lock_waits => {

@@ -1,6 +1,8 @@
 //! Progress of an apply, reported to whoever shows it (the CLI's progress bar or
 //! quiet lines, or nothing).
 
+use tokio_postgres::Client;
+
 use super::apply::UnitResult;
 use super::unit::Unit;
 
@@ -17,6 +19,10 @@ pub struct BuildProgress {
     pub tuples_total: i64,
     /// Tuples processed.
     pub tuples_done: i64,
+    /// Partitions of a partitioned index to build (0: not partitioned).
+    pub partitions_total: i64,
+    /// Partitions built.
+    pub partitions_done: i64,
 }
 
 impl BuildProgress {
@@ -30,6 +36,29 @@ impl BuildProgress {
             None
         }
     }
+}
+
+/// Reads, on `monitor`, the progress of the index build the backend `pid` runs
+/// (`pg_stat_progress_create_index`); `None` when it runs none, or the read failed (a
+/// reading is only shown, never relied on).
+pub async fn read_build(monitor: &Client, pid: i32) -> Option<BuildProgress> {
+    let row = monitor
+        .query_opt(
+            "SELECT phase, blocks_total, blocks_done, tuples_total, tuples_done, partitions_total, partitions_done \
+               FROM pg_catalog.pg_stat_progress_create_index WHERE pid OPERATOR(pg_catalog.=) $1",
+            &[&pid],
+        )
+        .await
+        .ok()??;
+    Some(BuildProgress {
+        phase: row.try_get(0).ok()?,
+        blocks_total: row.try_get(1).ok()?,
+        blocks_done: row.try_get(2).ok()?,
+        tuples_total: row.try_get(3).ok()?,
+        tuples_done: row.try_get(4).ok()?,
+        partitions_total: row.try_get(5).ok()?,
+        partitions_done: row.try_get(6).ok()?,
+    })
 }
 
 /// Receives progress.

@@ -63,7 +63,10 @@ impl ApplierTask {
                     // the log; once the key is built every chunk has landed, so
                     // every entry is applied then.
                     waits = waits.wrapping_add(1);
-                    if waits % 20 == 0 {
+                    // Sampled at once and then twice a second, so that the copy's
+                    // progress shows the backlog growing (it is the run's largest
+                    // once the key is built) rather than a stale 0.
+                    if waits % 5 == 1 {
                         note_backlog(&applier, client, &max).await?;
                     }
                     tokio::time::sleep(KEY_WAIT).await;

@@ -121,7 +121,11 @@ pub(super) async fn copy(
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
-    progress.copied(state.rows.load(Ordering::Relaxed), estimate, 0);
+    progress.copied(
+        state.rows.load(Ordering::Relaxed),
+        estimate,
+        applier.map_or(0, |a| a.backlog_max.load(Ordering::Relaxed)),
+    );
     Ok(())
 }
 

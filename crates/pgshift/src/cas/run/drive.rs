@@ -187,7 +187,10 @@ pub(super) async fn run_phases(
         let started = Instant::now();
         progress.phase(Phase::Indexing);
         store::set_phase(client, plan.run, Phase::Indexing).await?;
-        stoppable(build_indexes(spec, plan, state, applier, &throttle)).await?;
+        stoppable(build_indexes(
+            spec, client, plan, state, applier, &throttle, progress,
+        ))
+        .await?;
         report
             .phases_ms
             .push(("indexing".to_owned(), elapsed_ms(started)));

@@ -6,8 +6,10 @@ use std::sync::atomic::Ordering;
 use tokio_postgres::Client;
 
 use super::applier_task::ApplierTask;
+use super::CasProgress;
 use crate::cas::copier::CopyState;
 use crate::cas::error::CasError;
+use crate::cas::index_watch::Watcher;
 use crate::cas::plan::RunPlan;
 use crate::cas::session;
 use crate::connect::ConnectionSpec;
@@ -49,10 +51,22 @@ pub(super) async fn key_exists(client: &Client, plan: &RunPlan) -> Result<bool, 
 /// copy never does — fail the build with a unique violation, and the run stops with
 /// nothing swapped (INV: CO-5).
 pub(super) async fn ensure_key(client: &Client, plan: &RunPlan) -> Result<(), CasError> {
+    ensure_key_watched(client, plan, None).await
+}
+
+/// [`ensure_key`], with the build reported on `watcher` (when there is one).
+async fn ensure_key_watched(
+    client: &Client,
+    plan: &RunPlan,
+    watcher: Option<&mut Watcher<'_>>,
+) -> Result<(), CasError> {
     let Some(build) = &plan.key_build else {
         return Ok(());
     };
     if key_exists(client, plan).await? {
+        if let Some(watcher) = watcher {
+            watcher.skip();
+        }
         return Ok(());
     }
     let index = QualifiedName {
@@ -67,7 +81,10 @@ pub(super) async fn ensure_key(client: &Client, plan: &RunPlan) -> Result<(), Ca
             quote_ident(&plan.shadow_key_name)
         ),
     );
-    let result = client.batch_execute(&sql).await;
+    let result = match watcher {
+        Some(watcher) => watcher.run(client, "primary key", &sql).await,
+        None => client.batch_execute(&sql).await,
+    };
     session::settle(client, "building the shadow's primary key", result).await
 }
 
@@ -78,17 +95,21 @@ pub(super) async fn ensure_key(client: &Client, plan: &RunPlan) -> Result<(), Ca
 /// lock on the shadow, within its `lock_timeout`) and catches up between them.
 pub(super) async fn build_indexes(
     spec: &ConnectionSpec,
+    monitor: &Client,
     plan: &RunPlan,
     state: &CopyState,
     applier: Option<&ApplierTask>,
     throttle: &Throttle,
+    progress: &mut dyn CasProgress,
 ) -> Result<(), CasError> {
     let session = session::open(spec, &format!("pgshift-index-{}", plan.run)).await?;
     let client = session.client();
     // One build at a time, each started at the throttle's word (INV: OC-5).
     let pace = Pacer::new(throttle.clone(), 0);
     pace.admit().await;
-    ensure_key(client, plan).await?;
+    let builds = usize::from(plan.key_build.is_some()) + plan.indexes.len();
+    let mut watcher = Watcher::new(client, monitor, progress, builds).await;
+    ensure_key_watched(client, plan, Some(&mut watcher)).await?;
     state.key_ready.store(true, Ordering::Release);
     let pause = || async {
         match applier {
@@ -107,11 +128,14 @@ pub(super) async fn build_indexes(
             .await
             .map_err(|e| CasError::db("looking for a shadow index", e))?;
         if exists.get::<_, bool>(0) {
+            watcher.skip();
             continue;
         }
         pace.admit().await;
         let _paused = pause().await;
-        let result = client.batch_execute(&on_shadow(plan, &index.sql)).await;
+        let result = watcher
+            .run(client, &index.source_name, &on_shadow(plan, &index.sql))
+            .await;
         session::settle(
             client,
             &format!("building index {} on the shadow", index.source_name),

@@ -42,8 +42,9 @@ use pgshift_sql::{QualifiedName, Statement};
 pub trait CasProgress: Send {
     /// A new phase starts.
     fn phase(&mut self, phase: Phase);
-    /// Rows copied so far, of an estimate.
-    fn copied(&mut self, rows: i64, estimate: i64, backlog: i64);
+    /// Rows copied so far, of an estimate, and the largest change-log backlog seen so
+    /// far (the figure that ends as [`RunReport::backlog_max`]).
+    fn copied(&mut self, rows: i64, estimate: i64, backlog_max: i64);
     /// Verification progress.
     fn verified(&mut self, rows: i64, estimate: i64);
     /// A note.
@@ -52,6 +53,9 @@ pub trait CasProgress: Send {
     /// says which signal (empty when open), `paused_ms` the time paused so far (for
     /// an ETA that leaves it out).
     fn throttled(&mut self, _pace: &str, _why: &str, _paused_ms: u64) {}
+    /// An index of the shadow is being built (at its start, then at each reading of
+    /// the server's progress of it).
+    fn index_build(&mut self, _build: &crate::cas::index_watch::IndexBuild) {}
 }
 
 /// Progress that goes nowhere.
