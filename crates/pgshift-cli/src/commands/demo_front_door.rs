@@ -64,7 +64,13 @@ pub(super) async fn show(
             path: "<demo>".to_owned(),
             statements: pgshift_sql::parse(sql).map_err(|e| e.to_string())?,
         };
-        let report = plan_report(&session, vec![input], TransactionMode::Statement, cas)
+        let report = plan_report(
+            &session,
+            vec![input],
+            TransactionMode::Statement,
+            cas,
+            &pgshift::plan::PlanOptions::default(),
+        )
             .await
             .map_err(|e| e.to_string())?;
         let text = render::plan(&report, &spec.redacted());
