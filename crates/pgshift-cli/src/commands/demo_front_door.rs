@@ -71,8 +71,8 @@ pub(super) async fn show(
             cas,
             &pgshift::plan::PlanOptions::default(),
         )
-            .await
-            .map_err(|e| e.to_string())?;
+        .await
+        .map_err(|e| e.to_string())?;
         let text = render::plan(&report, &spec.redacted());
         let body: Vec<&str> = text.lines().filter(|line| line.starts_with("  ")).collect();
         println!("{}\n", body.join("\n"));

@@ -15,8 +15,10 @@ use crate::classify::names::range_var_name;
 
 /// `executed` as the statements to run, in order.
 pub fn combine(executed: &[String]) -> Result<Vec<String>, String> {
-    let mut out: Vec<(Option<(QualifiedName, pgshift_sql::ast::AlterTableStmt)>, String)> =
-        Vec::new();
+    let mut out: Vec<(
+        Option<(QualifiedName, pgshift_sql::ast::AlterTableStmt)>,
+        String,
+    )> = Vec::new();
     for sql in executed {
         let statements = parse(sql).map_err(|err| format!("`{sql}` does not parse: {err}"))?;
         for statement in statements {
@@ -45,7 +47,10 @@ pub fn combine(executed: &[String]) -> Result<Vec<String>, String> {
 
 /// Refuses a column dropped in one statement and added back in a later one.
 fn check_no_gap(
-    statements: &[(Option<(QualifiedName, pgshift_sql::ast::AlterTableStmt)>, String)],
+    statements: &[(
+        Option<(QualifiedName, pgshift_sql::ast::AlterTableStmt)>,
+        String,
+    )],
 ) -> Result<(), String> {
     for (index, (alter, _)) in statements.iter().enumerate() {
         let Some((table, alter)) = alter else {
@@ -100,7 +105,7 @@ mod tests {
         ])
         .expect("combines");
         assert_eq!(out.len(), 2, "{out:?}");
-        assert!(out[0].starts_with("ALTER TABLE events DROP search_tsv, ALTER kind TYPE bigint, ADD search_tsv"), "{out:?}");
+        assert!(out[0].starts_with("ALTER TABLE events DROP search_tsv, ALTER COLUMN kind TYPE bigint, ADD COLUMN search_tsv"), "{out:?}");
         assert_eq!(out[1], "CREATE INDEX ON events (kind)");
     }
 

@@ -130,7 +130,10 @@ pub fn decide(trace: &StatementTrace, facts: &Facts, accepted: bool) -> Decision
             reads.push(read);
         }
     }
-    let executed = trace.executed.as_ref().filter(|_| facts.not_logged.is_none());
+    let executed = trace
+        .executed
+        .as_ref()
+        .filter(|_| facts.not_logged.is_none());
     let data_statement = executed.and_then(|executed| {
         executed
             .iter()

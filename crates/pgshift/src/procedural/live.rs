@@ -62,8 +62,12 @@ pub async fn populated(
     for table in tables {
         let row = client
             .query_one(
-                "SELECT COALESCE(pg_catalog.sum(pg_catalog.pg_relation_size(t.relid)), 0)::bigint \
-                 FROM pg_catalog.pg_partition_tree(pg_catalog.to_regclass($1)) t",
+                // `pg_partition_tree` lists nothing for a table that is not partitioned
+                // and not a partition: the table itself is added.
+                "SELECT COALESCE(pg_catalog.sum(pg_catalog.pg_relation_size(t.r)), 0)::bigint \
+                 FROM (SELECT pg_catalog.to_regclass($1) AS r \
+                       UNION SELECT relid FROM pg_catalog.pg_partition_tree(pg_catalog.to_regclass($1))) t \
+                 WHERE t.r IS NOT NULL",
                 &[&table.to_string()],
             )
             .await?;

@@ -59,7 +59,9 @@ impl AllowProcedural {
         if let Some((file, line)) = value.rsplit_once(':') {
             if let Ok(line) = line.parse::<u32>() {
                 if file.is_empty() || line == 0 {
-                    return Err(format!("{value}: give FILE or FILE:LINE (lines count from 1)"));
+                    return Err(format!(
+                        "{value}: give FILE or FILE:LINE (lines count from 1)"
+                    ));
                 }
                 return Ok(AllowProcedural {
                     file: file.to_owned(),
