@@ -228,7 +228,7 @@ impl DoBlock {
                 )),
             }
         }
-        edits.sort_by(|a, b| b.0.cmp(&a.0));
+        edits.sort_by_key(|edit| std::cmp::Reverse(edit.0));
         let mut body = self.body.clone();
         for (at, len, replacement) in edits {
             body.replace_range(at..at + len, &replacement);
