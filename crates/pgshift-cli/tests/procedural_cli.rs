@@ -19,6 +19,14 @@ INSERT INTO items SELECT g, g FROM generate_series(1, 1000) g;";
 
 const DATA_DEPENDENT: &str = "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM items LIMIT 1) THEN ALTER TABLE items ALTER COLUMN qty TYPE bigint; END IF; END $$";
 
+/// Checks the exit code and that stdout holds every one of `needles`.
+fn expect(run: &common::Run, code: i32, needles: &[&str]) {
+    assert_eq!(run.code, code, "{}\n{}", run.stdout, run.stderr);
+    for needle in needles {
+        assert!(run.stdout.contains(needle), "{needle:?} in\n{}", run.stdout);
+    }
+}
+
 fn json(stdout: &str) -> serde_json::Value {
     serde_json::from_str(stdout).unwrap_or_else(|e| panic!("one JSON document: {e}\n{stdout}"))
 }
@@ -28,14 +36,13 @@ fn a_data_dependent_rewrite_is_refused_with_the_traced_statements() {
     let (cluster, db) = database(SCHEMA);
     let url = cluster.connection_string(&db);
     let run = pgshift(&["apply", "--url", &url, "--sql", DATA_DEPENDENT]);
-    assert_eq!(run.code, 2, "{}\n{}", run.stdout, run.stderr);
-    assert!(
-        run.stdout.contains("procedural-blocking")
-            && run
-                .stdout
-                .contains("ALTER TABLE items ALTER COLUMN qty TYPE bigint"),
-        "{}",
-        run.stdout
+    expect(
+        &run,
+        2,
+        &[
+            "procedural-blocking",
+            "ALTER TABLE items ALTER COLUMN qty TYPE bigint",
+        ],
     );
     let run = pgshift(&[
         "apply",
@@ -77,6 +84,24 @@ fn the_escape_hatch_exits_3_and_says_so() {
         "{report:#}"
     );
     assert_eq!(report["exit_code"], 3);
+    // The block took its live path (the table has rows): it can run again, in text.
+    let run = pgshift(&[
+        "apply",
+        "--url",
+        &url,
+        "--allow-procedural",
+        "<sql>",
+        "--sql",
+        DATA_DEPENDENT,
+    ]);
+    expect(
+        &run,
+        3,
+        &[
+            "traced: line 1: accepted",
+            "procedural code run as written, accepted with --allow-procedural",
+        ],
+    );
 }
 
 #[test]
@@ -113,8 +138,7 @@ fn plan_shows_what_the_trace_saw() {
     let url = cluster.connection_string(&db);
     let sql = "DO $$ BEGIN EXECUTE format('COMMENT ON TABLE %I IS %L', 'items', 'stock'); END $$";
     let run = pgshift(&["plan", "--url", &url, "--sql", sql]);
-    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
-    assert!(run.stdout.contains("traced: locks"), "{}", run.stdout);
+    expect(&run, 0, &["traced: locks"]);
     let run = pgshift(&["plan", "--url", &url, "--format", "json", "--sql", sql]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let report = json(&run.stdout);
