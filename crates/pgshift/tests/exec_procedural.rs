@@ -267,6 +267,18 @@ END $$;";
     );
 }
 
+/// A database with `schema` whose `items` holds 1,000 rows.
+fn with_rows(prefix: &str, schema: &str) -> String {
+    let db = database(prefix, schema);
+    cluster()
+        .psql(
+            &db,
+            "INSERT INTO items SELECT g, g FROM generate_series(1, 1000) g",
+        )
+        .expect("rows");
+    db
+}
+
 const DATA_DEPENDENT: &str = "DO $$ BEGIN
     IF NOT EXISTS (SELECT 1 FROM items LIMIT 1) THEN
         ALTER TABLE items ALTER COLUMN qty TYPE bigint;
@@ -278,13 +290,7 @@ async fn inv_pc_3_a_data_dependent_rewrite_is_refused_on_a_table_with_rows_and_a
 ) {
     let _one = CLONES.lock().await;
     let schema = "CREATE TABLE items (id bigint PRIMARY KEY, qty int)";
-    let full = database("proc_rows", schema);
-    cluster()
-        .psql(
-            &full,
-            "INSERT INTO items SELECT g, g FROM generate_series(1, 1000) g",
-        )
-        .expect("rows");
+    let full = with_rows("proc_rows", schema);
     let dirs = cluster_dirs();
     let (plan, verdict) = traced_apply(&full, DATA_DEPENDENT, &[]).await;
     assert_eq!(cluster_dirs(), dirs, "the clone is removed after a refusal");
@@ -371,4 +377,45 @@ async fn a_block_that_fails_on_the_clone_is_refused_and_the_clone_removed() {
         refusal.message
     );
     assert_eq!(verdict.outcome, Outcome::Refused);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_function_that_runs_ddl_is_traced_through_a_select_and_bounded_by_live_rows() {
+    let _one = CLONES.lock().await;
+    let schema = "CREATE TABLE items (id bigint PRIMARY KEY, qty int);
+        CREATE FUNCTION add_qty_index(t text) RETURNS void LANGUAGE plpgsql AS $f$
+        BEGIN EXECUTE format('CREATE INDEX ON %I (qty)', t); END $f$;";
+    let sql = "SELECT add_qty_index('items');";
+    let full = with_rows("proc_fn_rows", schema);
+    let (plan, verdict) = traced_apply(&full, sql, &[]).await;
+    let call = &plan.files[0].procedural[0];
+    assert_eq!(call.decision, "refused", "{call:#?}");
+    assert!(
+        call.ddl.iter().any(|d| d.command_tag == "CREATE INDEX"),
+        "the function's DDL is seen through the SELECT: {call:#?}"
+    );
+    assert!(
+        call.not_logged.is_some(),
+        "a function's body is not expanded"
+    );
+    assert_eq!(verdict.outcome, Outcome::Refused);
+    assert_eq!(
+        value(
+            &full,
+            "SELECT count(*) FROM pg_index WHERE indrelid = 'items'::regclass"
+        ),
+        "1"
+    );
+
+    let empty = database("proc_fn_empty", schema);
+    let (plan, verdict) = traced_apply(&empty, sql, &[]).await;
+    assert_eq!(plan.files[0].procedural[0].decision, "native");
+    assert_eq!(verdict.outcome, Outcome::Done, "{verdict:#?}");
+    assert_eq!(
+        value(
+            &empty,
+            "SELECT count(*) FROM pg_index WHERE indrelid = 'items'::regclass"
+        ),
+        "2"
+    );
 }
