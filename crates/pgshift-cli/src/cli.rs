@@ -16,6 +16,7 @@ Exit codes:
      lock budget, a table busy with another run); migrate: stopped at a refused file,
      an applied file changed, or another runner holds the lock
   3  apply/migrate: done, through a blocking form accepted with --allow-blocking
+     or procedural code accepted with --allow-procedural
   130, 143  a second SIGINT (130) or SIGTERM (143) ended the process at once, with
      no verdict; a copy-and-swap run it was running stays resumable
 status/resume/abort: 0 done; 1 failed, interrupted or could not connect; 2 refused
@@ -433,6 +434,12 @@ pub struct PlanArgs {
     /// The largest file read, in bytes.
     #[arg(long, default_value_t = pgshift::source::DEFAULT_MAX_FILE_BYTES, value_name = "BYTES")]
     pub max_file_bytes: u64,
+    /// Run this procedural statement as written, whatever its trace shows it locks
+    /// (repeatable; `FILE` for every procedural statement of a file, `FILE:LINE` for
+    /// the one starting on LINE; FILE is the path or its final components). Reported
+    /// as accepted, exit 3. Refused when it names no procedural statement.
+    #[arg(long, value_name = "FILE[:LINE]", value_parser = pgshift::procedural::AllowProcedural::parse)]
+    pub allow_procedural: Vec<pgshift::procedural::AllowProcedural>,
     /// Copy-and-swap options, as `apply` would be given them: the budgets the plan
     /// states for the locks a copy-and-swap run takes.
     #[command(flatten, next_help_heading = "Copy-and-swap (as apply would run it)")]
@@ -520,6 +527,12 @@ pub struct ApplyArgs {
     /// when no statement touches the table.
     #[arg(long, value_name = "TABLE", value_parser = crate::table_arg::parse)]
     pub allow_blocking: Vec<QualifiedName>,
+    /// Run this procedural statement as written, whatever its trace shows it locks
+    /// (repeatable; `FILE` for every procedural statement of a file, `FILE:LINE` for
+    /// the one starting on LINE; FILE is the path or its final components). Reported
+    /// as accepted, exit 3. Refused when it names no procedural statement.
+    #[arg(long, value_name = "FILE[:LINE]", value_parser = pgshift::procedural::AllowProcedural::parse)]
+    pub allow_procedural: Vec<pgshift::procedural::AllowProcedural>,
     /// Output format (progress goes to stderr either way).
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
@@ -566,6 +579,12 @@ pub struct MigrateArgs {
     /// no pending file touches the table.
     #[arg(long, value_name = "TABLE", value_parser = crate::table_arg::parse)]
     pub allow_blocking: Vec<QualifiedName>,
+    /// Run this procedural statement as written, whatever its trace shows it locks
+    /// (repeatable; `FILE` for every procedural statement of a file, `FILE:LINE` for
+    /// the one starting on LINE; FILE is the path or its final components). Reported
+    /// as accepted, exit 3. Refused when it names no procedural statement.
+    #[arg(long, value_name = "FILE[:LINE]", value_parser = pgshift::procedural::AllowProcedural::parse)]
+    pub allow_procedural: Vec<pgshift::procedural::AllowProcedural>,
     /// Output format (progress goes to stderr either way).
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,

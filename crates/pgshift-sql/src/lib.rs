@@ -27,11 +27,13 @@ mod deparse;
 mod ident;
 mod lines;
 mod parse;
+mod plpgsql;
 
 pub use deparse::{deparse, DeparseError};
 pub use ident::{quote_ident, quote_literal, QualifiedName};
 pub use lines::{LineIndex, Position, Span};
 pub use parse::{parse, ParseError, Statement};
+pub use plpgsql::{is_data_statement, DoBlock, PlpgsqlError};
 
 /// The syntax tree types produced by PostgreSQL's grammar (protobuf form).
 pub use pg_query::protobuf as ast;

@@ -24,6 +24,7 @@ pub mod lock;
 pub mod migrate;
 pub mod pages;
 pub mod plan;
+pub mod procedural;
 pub mod refusal;
 pub mod report;
 pub mod route;

@@ -24,6 +24,7 @@ use crate::connect::Session;
 use crate::exec::judge::{judge, JudgeError};
 use crate::exec::schedule::{Schedule, ScheduleOptions, Scheduled};
 use crate::lock::{ObjectClass, ObjectRef};
+use crate::procedural::{ProceduralError, ProceduralOptions, ProceduralVerdict};
 use crate::route::Route;
 use crate::script::{analyze, transaction_mode_for, Knowledge, Script, TransactionMode};
 use pgshift_sql::{QualifiedName, Statement};
@@ -47,6 +48,8 @@ pub struct PlannedFile {
     pub script: Script,
     /// The pre-run verdict: what `apply` would schedule, and what it would refuse.
     pub schedule: Schedule,
+    /// Its procedural statements, traced on a clone, and how each runs.
+    pub procedural: Vec<ProceduralVerdict>,
 }
 
 /// How the plan judges what `apply` would do.
@@ -54,6 +57,9 @@ pub struct PlannedFile {
 pub struct PlanOptions {
     /// Tables whose blocking forms the operator accepts (`--allow-blocking`).
     pub allow_blocking: Vec<QualifiedName>,
+    /// Trace procedural code on a clone of the target and run it by the trace
+    /// ([`crate::procedural`]); `None`: it is refused (`opaque-procedural-code`).
+    pub procedural: Option<ProceduralOptions>,
 }
 
 /// The result of planning.
@@ -87,6 +93,9 @@ pub enum PlanError {
     /// The pre-run checks could not be made.
     #[error("{0}")]
     Judge(#[from] JudgeError),
+    /// Procedural code could not be traced.
+    #[error("{0}")]
+    Procedural(#[from] ProceduralError),
 }
 
 /// Plans `inputs` in order against the database behind `session`. Relations created
@@ -107,6 +116,16 @@ pub async fn plan_with(
     default_mode: TransactionMode,
     options: &PlanOptions,
 ) -> Result<Plan, PlanError> {
+    let (inputs, mut procedural) = match &options.procedural {
+        Some(procedural) => {
+            let prepared = crate::procedural::prepare(session, inputs, procedural).await?;
+            (prepared.inputs, prepared.verdicts)
+        }
+        None => {
+            let none = vec![Vec::new(); inputs.len()];
+            (inputs, none)
+        }
+    };
     let (names, objects) = relation_names(&inputs, default_mode);
     let snapshot = read_snapshot_with(
         session.client(),
@@ -122,7 +141,11 @@ pub async fn plan_with(
     };
     let mut created_in_run: BTreeSet<QualifiedName> = BTreeSet::new();
     let mut files = Vec::with_capacity(inputs.len());
-    for input in inputs {
+    for (file_index, input) in inputs.into_iter().enumerate() {
+        let verdicts = procedural
+            .get_mut(file_index)
+            .map(std::mem::take)
+            .unwrap_or_default();
         let mode = transaction_mode_for(&input.statements, default_mode);
         let knowledge = Knowledge {
             facts: Some(&snapshot),
@@ -130,6 +153,7 @@ pub async fn plan_with(
             created_earlier: Some(&created_in_run),
         };
         let mut script = analyze(input.statements, mode, knowledge);
+        by_trace(&mut script, &verdicts);
         for item in &script.statements {
             created_in_run.extend(item.classification.created_relations().cloned());
         }
@@ -149,9 +173,78 @@ pub async fn plan_with(
             path: input.path,
             script,
             schedule,
+            procedural: verdicts,
         });
     }
     Ok(Plan { snapshot, files })
+}
+
+/// Gives each procedural statement the route its trace decided (the trace wins over
+/// the static classification), and each expanded statement the block it comes from.
+fn by_trace(script: &mut Script, verdicts: &[ProceduralVerdict]) {
+    for verdict in verdicts {
+        let traced = traced_summary(verdict);
+        for &index in &verdict.statements {
+            let Some(item) = script.statements.get_mut(index) else {
+                continue;
+            };
+            let c = &mut item.classification;
+            match verdict.decision {
+                "expanded" => push_reason(
+                    &mut c.reasons,
+                    format!(
+                        "expanded from the procedural statement at line {} ({traced}): it executed this on a clone of the target",
+                        verdict.line
+                    ),
+                ),
+                "refused" => {
+                    if let Some(refusal) = &verdict.refusal {
+                        c.route = Route::Refused {
+                            refusal: refusal.clone(),
+                        };
+                    }
+                    push_reason(&mut c.reasons, traced.clone());
+                }
+                decision => {
+                    c.route = Route::Native;
+                    c.effects.push(crate::classify::Effect::RunsProcedural {
+                        accepted: decision == "accepted",
+                    });
+                    push_reason(&mut c.reasons, format!("{traced}; {}", verdict.why));
+                }
+            }
+        }
+    }
+}
+
+/// `traced: …` in words: the locks that block writes and the rewrites it took on the
+/// clone.
+fn traced_summary(verdict: &ProceduralVerdict) -> String {
+    let locks: Vec<String> = verdict
+        .locks
+        .iter()
+        .flatten()
+        .filter(|lock| !lock.created && lock.kind != "index" && lock.kind != "toast")
+        .map(|lock| format!("{} on {}", lock.mode.sql_name(), lock.relation))
+        .collect();
+    let rewrites: Vec<String> = verdict
+        .rewrites
+        .iter()
+        .map(|r| format!("{} ({})", r.table, r.reasons.join(", ")))
+        .collect();
+    format!(
+        "traced: locks {}; rewrites {}",
+        if locks.is_empty() {
+            "none".to_owned()
+        } else {
+            locks.join(", ")
+        },
+        if rewrites.is_empty() {
+            "none".to_owned()
+        } else {
+            rewrites.join(", ")
+        }
+    )
 }
 
 /// Gives each statement the pre-run verdict: a refusal replaces its route; a unit

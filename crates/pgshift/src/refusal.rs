@@ -61,6 +61,14 @@ macro_rules! refusal_causes {
 refusal_causes! {
     /// A `DO` block or `CALL`: its locks and effects cannot be known before it runs.
     OpaqueProceduralCode = "opaque-procedural-code", Unsupported;
+    /// Procedural code failed when it was traced on a throwaway clone of the target's
+    /// schema.
+    ProceduralFailedOnClone = "procedural-failed-on-clone", Invalid;
+    /// Procedural code whose traced DDL takes a lock that blocks writes (or rewrites) on
+    /// a table with rows, and that pgshift cannot expand into statements it routes.
+    ProceduralBlocking = "procedural-blocking", Unsafe;
+    /// The target's schema changed while procedural code was traced on a clone of it.
+    ProceduralSchemaChanged = "procedural-schema-changed", Unsupported;
     /// A statement form pgshift does not classify, so it cannot bound its locks.
     UnclassifiedStatement = "unclassified-statement", Unsupported;
     /// Transaction control pgshift does not run on behalf of a migration

@@ -301,6 +301,7 @@ fn apply_effects(walk: &mut Walk, item: &mut AnalyzedStatement, index: usize) {
                 walk.created.insert(relation);
             }
             Effect::SetStatementTimeout { .. }
+            | Effect::RunsProcedural { .. }
             | Effect::DefinesFunction { .. }
             | Effect::CreatesTrigger { .. }
             | Effect::SetsTriggerState { .. } => {}

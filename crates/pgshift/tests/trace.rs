@@ -270,7 +270,11 @@ async fn traced(
     let before = cluster_dirs();
     let inputs: Vec<TraceInput<'_>> = files
         .iter()
-        .map(|(path, statements)| TraceInput { path, statements })
+        .map(|(path, statements)| TraceInput {
+            path,
+            statements,
+            instrumented: &[],
+        })
         .collect();
     let run = trace(&inputs, target).await;
     assert_eq!(cluster_dirs(), before, "the clone's directory is removed");

@@ -378,6 +378,7 @@ async fn apply_with(db: &str, sql: &str, allowed: &[&str], cas: bool) -> (Plan, 
         TransactionMode::Statement,
         &PlanOptions {
             allow_blocking: allow(allowed),
+            procedural: None,
         },
     )
     .await

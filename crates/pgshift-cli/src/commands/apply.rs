@@ -4,7 +4,7 @@ use pgshift::connect::{Session, SessionBudgets};
 use pgshift::exec::{
     allow_blocking, apply, ApplyOptions, CasSettings, Outcome, Sessions, TokioSleeper,
 };
-use pgshift::plan::{plan, PlanInput};
+use pgshift::plan::{plan_with, PlanInput, PlanOptions};
 use pgshift::report::{self, ApplyReport, ApplySummary};
 use pgshift::script::TransactionMode;
 use pgshift_sql::QualifiedName;
@@ -87,13 +87,27 @@ async fn run_async(args: &ApplyArgs) -> Result<u8, CliError> {
         .await
         .ok();
     let path = parsed.path.clone();
-    let planned = plan(
+    super::check_allow_procedural(
+        &args.allow_procedural,
+        &[(parsed.path.as_str(), parsed.statements.as_slice())],
+    )?;
+    // Installed before the trace: a first SIGINT lets the clone be removed, and stops
+    // the apply before its first unit.
+    signals::install();
+    let planned = plan_with(
         &session,
         vec![PlanInput {
             path: parsed.path,
             statements: parsed.statements,
         }],
         TransactionMode::Statement,
+        &PlanOptions {
+            allow_blocking: Vec::new(),
+            procedural: Some(super::procedural(
+                args.url.as_deref(),
+                &args.allow_procedural,
+            )),
+        },
     )
     .await
     .map_err(|err| CliError::new("plan-failed", err.to_string()))?;
@@ -112,7 +126,6 @@ async fn run_async(args: &ApplyArgs) -> Result<u8, CliError> {
             options: args.cas.options(),
         }),
     };
-    signals::install();
     let verdict = run_apply(
         &session,
         monitor.as_ref(),
@@ -133,6 +146,7 @@ async fn run_async(args: &ApplyArgs) -> Result<u8, CliError> {
         exit_code: code,
         summary: ApplySummary::of(&verdict),
         verdict,
+        procedural: file.procedural.clone(),
     };
     match args.format {
         Format::Json => render::print_json(&report),

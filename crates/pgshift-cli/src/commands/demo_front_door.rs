@@ -64,9 +64,15 @@ pub(super) async fn show(
             path: "<demo>".to_owned(),
             statements: pgshift_sql::parse(sql).map_err(|e| e.to_string())?,
         };
-        let report = plan_report(&session, vec![input], TransactionMode::Statement, cas)
-            .await
-            .map_err(|e| e.to_string())?;
+        let report = plan_report(
+            &session,
+            vec![input],
+            TransactionMode::Statement,
+            cas,
+            &pgshift::plan::PlanOptions::default(),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
         let text = render::plan(&report, &spec.redacted());
         let body: Vec<&str> = text.lines().filter(|line| line.starts_with("  ")).collect();
         println!("{}\n", body.join("\n"));

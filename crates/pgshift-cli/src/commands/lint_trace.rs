@@ -66,7 +66,11 @@ impl Traced {
         let inputs: Vec<TraceInput<'_>> = self
             .files
             .iter()
-            .map(|(path, statements, _)| TraceInput { path, statements })
+            .map(|(path, statements, _)| TraceInput {
+                path,
+                statements,
+                instrumented: &[],
+            })
             .collect();
         let runtime = match super::runtime() {
             Ok(runtime) => runtime,

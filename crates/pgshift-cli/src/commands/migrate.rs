@@ -59,6 +59,10 @@ async fn run_async(args: &MigrateArgs) -> Result<u8, CliError> {
         allow_out_of_order: args.allow_out_of_order,
         dry_run: args.dry_run,
         max_file_bytes: args.max_file_bytes,
+        procedural: Some(super::procedural(
+            args.url.as_deref(),
+            &args.allow_procedural,
+        )),
     };
     if !args.dry_run {
         signals::install();
@@ -111,6 +115,8 @@ pub(super) fn error(err: &MigrateError) -> CliError {
         MigrateError::AnotherRunner { .. } => CliError::new("another-runner", message)
             .exit(exit::FINDINGS)
             .hint("wait for the other pgshift migrate to finish, then run again"),
+        MigrateError::AllowProceduralUnused { .. } => CliError::new("allow-procedural-unused", message)
+            .hint("name a pending file (`FILE`) or the line a procedural statement starts on (`FILE:LINE`), or drop the flag"),
         MigrateError::AllowBlockingUnused { .. } => CliError::new("allow-blocking-unused", message)
             .hint("name a table the pending files lock (`table` or `schema.table`), or drop the flag"),
         MigrateError::Directory { .. } => CliError::new("input-unreadable", message),

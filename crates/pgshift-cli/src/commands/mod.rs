@@ -77,3 +77,33 @@ impl From<TransactionModeArg> for TransactionMode {
         }
     }
 }
+
+/// Procedural code traced on a clone of the `--url` target, with the statements the
+/// operator accepts as written.
+pub(crate) fn procedural(
+    url: Option<&str>,
+    allow: &[pgshift::procedural::AllowProcedural],
+) -> pgshift::procedural::ProceduralOptions {
+    pgshift::procedural::ProceduralOptions {
+        conninfo: connection::connection_text(url),
+        allow: allow.to_vec(),
+    }
+}
+
+/// Refuses `--allow-procedural` values that name no procedural statement.
+pub(crate) fn check_allow_procedural(
+    allow: &[pgshift::procedural::AllowProcedural],
+    files: &[(&str, &[pgshift_sql::Statement])],
+) -> Result<(), CliError> {
+    match pgshift::procedural::unmatched(allow, files).first() {
+        None => Ok(()),
+        Some(entry) => Err(CliError::new(
+            "allow-procedural-unused",
+            format!(
+                "--allow-procedural {}: no procedural statement (DO, CALL, SELECT of a function) is there, so it accepts nothing; nothing was run",
+                entry.command_line()
+            ),
+        )
+        .hint("name a file of the input (`FILE`) or the line a procedural statement starts on (`FILE:LINE`), or drop the flag")),
+    }
+}

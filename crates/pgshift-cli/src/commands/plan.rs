@@ -4,7 +4,7 @@ use pgshift::cas::RunOptions;
 use pgshift::connect::{Session, SessionBudgets};
 use pgshift::exec::cas_locks::cas_locks;
 use pgshift::exec::split::Split;
-use pgshift::plan::{plan, PlanError, PlanInput};
+use pgshift::plan::{plan_with, PlanError, PlanInput, PlanOptions};
 use pgshift::report::{self, PlanReport, PlanSummary, PlannedFile, PlannedStatement};
 use pgshift::script::TransactionMode;
 
@@ -71,7 +71,19 @@ async fn run_async(args: &PlanArgs) -> Result<u8, CliError> {
     } else {
         args.transaction_mode.into()
     };
-    let mut report = plan_report(&session, plan_inputs, mode, &args.cas.options())
+    let files: Vec<(&str, &[pgshift_sql::Statement])> = plan_inputs
+        .iter()
+        .map(|input| (input.path.as_str(), input.statements.as_slice()))
+        .collect();
+    super::check_allow_procedural(&args.allow_procedural, &files)?;
+    let options = PlanOptions {
+        allow_blocking: Vec::new(),
+        procedural: Some(super::procedural(
+            args.url.as_deref(),
+            &args.allow_procedural,
+        )),
+    };
+    let mut report = plan_report(&session, plan_inputs, mode, &args.cas.options(), &options)
         .await
         .map_err(|err| CliError::new("plan-failed", err.to_string()))?;
     report.layouts = pgshift::layout::InputLayout::of_inputs(&args.paths);
@@ -92,8 +104,9 @@ pub async fn plan_report(
     inputs: Vec<PlanInput>,
     mode: TransactionMode,
     cas: &RunOptions,
+    options: &PlanOptions,
 ) -> Result<PlanReport, PlanError> {
-    let planned = plan(session, inputs, mode).await?;
+    let planned = plan_with(session, inputs, mode, options).await?;
     let mut summary = PlanSummary::default();
     let files: Vec<PlannedFile> = planned
         .files
@@ -129,6 +142,7 @@ pub async fn plan_report(
                     .collect(),
                 error: None,
                 split: Split::of(&file.script, &file.schedule),
+                procedural: file.procedural.clone(),
             }
         })
         .collect();

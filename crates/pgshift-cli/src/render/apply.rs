@@ -23,6 +23,23 @@ pub fn apply(report: &ApplyReport, script: &Script) -> String {
     for note in verdict.notes.iter().filter(|_| level > Verbosity::Quiet) {
         let _ = writeln!(out, "note: {note}");
     }
+    for traced in report
+        .procedural
+        .iter()
+        .filter(|_| level > Verbosity::Quiet)
+    {
+        let _ = writeln!(
+            out,
+            "traced: line {}: {} ({} rewrite{} on the clone)",
+            traced.line,
+            traced.decision,
+            traced.rewrites.len(),
+            if traced.rewrites.len() == 1 { "" } else { "s" }
+        );
+        for sql in &traced.expanded {
+            let _ = writeln!(out, "  runs as: {sql}");
+        }
+    }
     if !verdict.refusals.is_empty() {
         let _ = writeln!(out, "{} nothing ran.", paint(Tone::Bad, "REFUSED:"));
         for refusal in &verdict.refusals {
@@ -68,10 +85,14 @@ pub fn apply(report: &ApplyReport, script: &Script) -> String {
                         "      committed after {attempts} attempt{} ({}){held}{}",
                         if attempts == 1 { "" } else { "s" },
                         duration(elapsed),
-                        if result.unit.accepted_blocking {
-                            "; BLOCKING form, accepted with --allow-blocking"
-                        } else {
-                            ""
+                        match (
+                            result.unit.accepted_blocking,
+                            procedural_unit(script, &result.unit)
+                        ) {
+                            (true, true) =>
+                                "; procedural code run as written, accepted with --allow-procedural",
+                            (true, false) => "; BLOCKING form, accepted with --allow-blocking",
+                            _ => "",
                         }
                     );
                 } else {
@@ -205,4 +226,16 @@ fn duration(us: u64) -> String {
     } else {
         format!("{:.2} s", us as f64 / 1_000_000.0)
     }
+}
+
+/// Whether a unit runs procedural code its trace (or the operator) let run as written.
+fn procedural_unit(script: &pgshift::script::Script, unit: &pgshift::exec::Unit) -> bool {
+    unit.statements.iter().any(|&i| {
+        script.statements.get(i).is_some_and(|s| {
+            s.classification
+                .effects
+                .iter()
+                .any(|e| matches!(e, pgshift::classify::Effect::RunsProcedural { .. }))
+        })
+    })
 }

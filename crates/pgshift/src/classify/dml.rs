@@ -17,7 +17,7 @@ pub(crate) fn referenced_relations(node: &Node) -> Vec<QualifiedName> {
     relations_of(inner)
 }
 
-fn relations_of(node: &NodeEnum) -> Vec<QualifiedName> {
+pub(crate) fn relations_of(node: &NodeEnum) -> Vec<QualifiedName> {
     let mut ctes = Vec::new();
     let mut found: Vec<QualifiedName> = Vec::new();
     for (node, _, _, _) in node.nodes() {

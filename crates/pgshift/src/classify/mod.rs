@@ -361,6 +361,13 @@ pub enum Effect {
     },
     /// `RESET ALL` (or `DISCARD ALL`).
     ResetAll,
+    /// Procedural code that runs as written because its trace on a clone says so
+    /// (`crate::procedural`).
+    RunsProcedural {
+        /// Whether the operator named it with `--allow-procedural` (the outcome is then
+        /// reported as accepted, exit 3).
+        accepted: bool,
+    },
     /// Creates a relation that nobody else can be using yet.
     Creates {
         /// The new relation.

@@ -251,7 +251,9 @@ fn schedule_block(
                     steps,
                     transactional: true,
                     statements: members.clone(),
-                    accepted_blocking: false,
+                    accepted_blocking: members
+                        .iter()
+                        .any(|&i| accepted_procedural(&script.statements[i].classification)),
                     copy_and_swap: None,
                 },
             });
@@ -358,7 +360,7 @@ fn schedule_statement(
                 steps: vec![as_written(item)],
                 transactional: c.transaction != TransactionUse::OutsideOnly,
                 statements: vec![index],
-                accepted_blocking: false,
+                accepted_blocking: accepted_procedural(c),
                 copy_and_swap: None,
             },
         }),
@@ -447,6 +449,15 @@ fn blocking_form(item: &AnalyzedStatement, index: usize) -> Scheduled {
             copy_and_swap: None,
         },
     }
+}
+
+/// Whether the statement is procedural code the operator named with
+/// `--allow-procedural`.
+// INV: PC-4 — named procedural code runs as written and is reported as accepted.
+fn accepted_procedural(c: &Classification) -> bool {
+    c.effects
+        .iter()
+        .any(|e| matches!(e, Effect::RunsProcedural { accepted: true }))
 }
 
 /// Whether the operator accepted the blocking form on a table the statement locks.

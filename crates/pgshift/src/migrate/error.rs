@@ -115,6 +115,13 @@ pub enum MigrateError {
         /// The name as given.
         table: String,
     },
+    /// An `--allow-procedural` value that names no procedural statement of the
+    /// pending files.
+    #[error("--allow-procedural {value}: no procedural statement of the pending files is there, so it accepts nothing; nothing was run")]
+    AllowProceduralUnused {
+        /// The value as given.
+        value: String,
+    },
     /// A statement of the runner itself failed.
     #[error("{what}: {source}")]
     Database {

@@ -113,3 +113,22 @@ pub(super) fn untouched_offline<'a>(
         .collect();
     allow_blocking::untouched(allowed, &scripts)
 }
+
+/// The `--allow-procedural` values that name no procedural statement of the pending
+/// files (those that parse).
+pub(super) fn unmatched_procedural<'a>(
+    sources: &[Source<'_>],
+    allowed: &'a [crate::procedural::AllowProcedural],
+    max_file_bytes: u64,
+) -> Vec<&'a crate::procedural::AllowProcedural> {
+    let inputs: Vec<_> = sources
+        .iter()
+        .filter(|source| !source.applied())
+        .filter_map(|source| parse(source, max_file_bytes).ok())
+        .collect();
+    let files: Vec<(&str, &[pgshift_sql::Statement])> = inputs
+        .iter()
+        .map(|input| (input.path.as_str(), input.statements.as_slice()))
+        .collect();
+    crate::procedural::unmatched(allowed, &files)
+}

@@ -18,7 +18,7 @@ use crate::exec::{
     Schedule, ScheduleOptions, Sessions, Sleeper,
 };
 use crate::layout::LayoutReport;
-use crate::plan::plan;
+use crate::plan::{plan_with, PlanOptions};
 use crate::script::{Script, TransactionMode};
 
 /// Options of a run.
@@ -34,6 +34,9 @@ pub struct MigrateOptions {
     pub dry_run: bool,
     /// The largest file read, in bytes.
     pub max_file_bytes: u64,
+    /// Trace procedural code on a clone of the target and run it by the trace;
+    /// `None`: it is refused (`opaque-procedural-code`).
+    pub procedural: Option<crate::procedural::ProceduralOptions>,
 }
 
 /// What happened to one file.
@@ -81,6 +84,9 @@ pub struct FileRun {
     pub split: Option<Split>,
     /// How the file was recorded without being run (`--baseline`), when it was.
     pub baselined: Option<String>,
+    /// Its procedural statements, traced on a clone, and how each runs.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub procedural: Vec<crate::procedural::ProceduralVerdict>,
 }
 
 /// How a run ended.
@@ -129,6 +135,7 @@ impl FileRun {
             error: None,
             split: None,
             baselined: None,
+            procedural: Vec::new(),
         }
     }
 }
@@ -169,6 +176,13 @@ pub async fn migrate(
         return Err(MigrateError::AllowBlockingUnused {
             table: crate::exec::allow_blocking::command_line_name(unused),
         });
+    }
+    if let Some(unused) = options.procedural.as_ref().and_then(|procedural| {
+        pending::unmatched_procedural(&sources, &procedural.allow, options.max_file_bytes)
+            .first()
+            .map(|a| a.command_line())
+    }) {
+        return Err(MigrateError::AllowProceduralUnused { value: unused });
     }
     let mut verdict = MigrateVerdict {
         outcome: MigrateOutcome::Done,
@@ -264,7 +278,13 @@ async fn dry_run(
         }
         verdict.files.push(run);
     }
-    let planned = plan(session, inputs, TransactionMode::Statement).await?;
+    let planned = plan_with(
+        session,
+        inputs,
+        TransactionMode::Statement,
+        &plan_options(options),
+    )
+    .await?;
     let scripts: Vec<&Script> = planned.files.iter().map(|f| &f.script).collect();
     let allowed = &options.apply.allow_blocking;
     if let Some(unused) =
@@ -274,8 +294,11 @@ async fn dry_run(
             table: crate::exec::allow_blocking::command_line_name(unused),
         });
     }
-    for ((index, source), script) in planned_files.into_iter().zip(scripts) {
+    for (((index, source), script), file) in
+        planned_files.into_iter().zip(scripts).zip(&planned.files)
+    {
         let run = &mut verdict.files[index];
+        run.procedural.clone_from(&file.procedural);
         let planned = match source.resumable() {
             Some(row) => {
                 run.resumed = true;
@@ -302,6 +325,14 @@ fn recorded(row: &HistoryRow) -> Schedule {
         items: row.items.clone(),
         refusals: Vec::new(),
         notes: Vec::new(),
+    }
+}
+
+/// How the pending files are planned: procedural code traced when asked.
+fn plan_options(options: &MigrateOptions) -> PlanOptions {
+    PlanOptions {
+        allow_blocking: Vec::new(),
+        procedural: options.procedural.clone(),
     }
 }
 
@@ -363,9 +394,16 @@ async fn run_file(
         Some(row) => recorded(row),
         None => match pending::parse(source, options.max_file_bytes) {
             Ok(input) => {
-                let planned = plan(session, vec![input], TransactionMode::Statement).await?;
+                let planned = plan_with(
+                    session,
+                    vec![input],
+                    TransactionMode::Statement,
+                    &plan_options(options),
+                )
+                .await?;
                 match planned.files.first() {
                     Some(planned) => {
+                        run.procedural.clone_from(&planned.procedural);
                         let scheduled = schedule_of(&planned.script, options);
                         run.split = Split::of(&planned.script, &scheduled);
                         scheduled

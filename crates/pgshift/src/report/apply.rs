@@ -28,6 +28,10 @@ pub struct ApplyReport {
     pub verdict: ApplyVerdict,
     /// Totals.
     pub summary: ApplySummary,
+    /// Its procedural statements, traced on a clone of the target, and how each ran.
+    /// Absent when there are none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub procedural: Vec<crate::procedural::ProceduralVerdict>,
 }
 
 /// Totals of an apply.

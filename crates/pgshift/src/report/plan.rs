@@ -44,6 +44,11 @@ pub struct PlannedFile {
     pub error: Option<InputErrorReport>,
     /// When pgshift runs it as more units than its runner had transactions.
     pub split: Option<crate::exec::split::Split>,
+    /// Its procedural statements, traced on a clone of the target: the locks,
+    /// rewrites and statements the server really produced, and how each runs
+    /// (`native`, `expanded`, `accepted`, `refused`). Absent when there are none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub procedural: Vec<crate::procedural::ProceduralVerdict>,
 }
 
 /// One statement and how it would run.

@@ -63,6 +63,22 @@ pub struct TraceInput<'a> {
     pub path: &'a str,
     /// Its statements, in order.
     pub statements: &'a [Statement],
+    /// Statements run as another text on the clone, by index: `DO` blocks
+    /// instrumented to log what they execute ([`instrumented`]); their
+    /// [`StatementTrace::executed`] is recorded.
+    pub instrumented: &'a [(usize, String)],
+}
+
+/// The instrumented text of a `DO` block in PL/pgSQL whose every executed statement
+/// can be logged, or why not.
+pub fn instrumented(statement: &Statement) -> Result<String, pgshift_sql::PlpgsqlError> {
+    let block = pgshift_sql::DoBlock::of(statement)?;
+    if let Some(construct) = block.opaque.first() {
+        return Err(pgshift_sql::PlpgsqlError(format!(
+            "its {construct} runs statements that cannot be logged"
+        )));
+    }
+    block.instrument(probes::LOG_FUNCTION)
 }
 
 /// Traces every statement of `inputs`, in order, on a throwaway clone of `target`.
@@ -107,11 +123,21 @@ pub async fn trace(
                 match placement(statement) {
                     None => StatementTrace::not_run(statement.index, Outcome::Skipped),
                     Some(placement) => {
+                        let replaced = input
+                            .instrumented
+                            .iter()
+                            .find(|(index, _)| *index == statement.index)
+                            .map(|(_, text)| {
+                                let mut run_as = statement.clone();
+                                run_as.text.clone_from(text);
+                                run_as
+                            });
                         observe::trace_statement(
                             &client,
                             nested_schema.as_deref(),
-                            statement,
+                            replaced.as_ref().unwrap_or(statement),
                             placement,
+                            replaced.is_some(),
                         )
                         .await?
                     }

@@ -43,9 +43,10 @@ pub(crate) async fn trace_statement(
     nested: Option<&str>,
     statement: &Statement,
     placement: Placement,
+    instrumented: bool,
 ) -> Result<StatementTrace, TraceError> {
     if placement == Placement::Transaction {
-        let traced = in_transaction(client, nested, statement).await?;
+        let traced = in_transaction(client, nested, statement, instrumented).await?;
         let retry = matches!(
             &traced.outcome,
             Outcome::Failed { sqlstate: Some(code), .. } if OUTSIDE_ONLY.contains(&code.as_str())
@@ -54,13 +55,14 @@ pub(crate) async fn trace_statement(
             return Ok(traced);
         }
     }
-    outside(client, nested, statement).await
+    outside(client, nested, statement, instrumented).await
 }
 
 async fn in_transaction(
     client: &Client,
     nested: Option<&str>,
     statement: &Statement,
+    instrumented: bool,
 ) -> Result<StatementTrace, TraceError> {
     reset(client, nested).await?;
     client
@@ -73,7 +75,7 @@ async fn in_transaction(
         return Ok(failed(statement.index, &err));
     }
     let locks = probes::locks(client, &before).await?;
-    let mut traced = record(client, nested, statement.index, &before).await?;
+    let mut traced = record(client, nested, statement.index, &before, instrumented).await?;
     traced.in_transaction = true;
     traced.locks = Some(locks);
     if let Err(err) = client.batch_execute("COMMIT").await {
@@ -87,13 +89,14 @@ async fn outside(
     client: &Client,
     nested: Option<&str>,
     statement: &Statement,
+    instrumented: bool,
 ) -> Result<StatementTrace, TraceError> {
     reset(client, nested).await?;
     let before = probes::storage(client).await?;
     if let Err(err) = client.batch_execute(&statement.text).await {
         return Ok(failed(statement.index, &err));
     }
-    record(client, nested, statement.index, &before).await
+    record(client, nested, statement.index, &before, instrumented).await
 }
 
 /// The recorders' rows, the rewrites and the nested statements after a statement.
@@ -102,8 +105,14 @@ async fn record(
     nested: Option<&str>,
     index: usize,
     before: &BTreeMap<u32, Stored>,
+    instrumented: bool,
 ) -> Result<StatementTrace, TraceError> {
     let (ddl, reported) = probes::drain(client).await?;
+    let executed = if instrumented {
+        Some(probes::drain_executed(client).await?)
+    } else {
+        None
+    };
     let after = probes::storage(client).await?;
     let nested = match nested {
         Some(schema) => Some(probes::nested(client, schema).await?),
@@ -117,6 +126,7 @@ async fn record(
         rewrites: rewrites(&reported, before, &after),
         ddl,
         nested,
+        executed,
     })
 }
 

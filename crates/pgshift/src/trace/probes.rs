@@ -26,6 +26,13 @@ CREATE TABLE pgshift_trace.ddl (
     seq bigserial, command_tag text, object_type text, object_identity text, dropped boolean);
 CREATE TABLE pgshift_trace.rewrites (
     seq bigserial, schema_name text, table_name text, reason integer);
+CREATE TABLE pgshift_trace.executed (seq bigserial, statement_text text);
+CREATE FUNCTION pgshift_trace.log(statement_text text) RETURNS text LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp {track} AS $fn$
+BEGIN
+    INSERT INTO pgshift_trace.executed (statement_text) VALUES (statement_text);
+    RETURN statement_text;
+END $fn$;
 CREATE FUNCTION pgshift_trace.on_ddl() RETURNS event_trigger LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp {track} AS $fn$
 BEGIN
@@ -56,6 +63,10 @@ CREATE EVENT TRIGGER pgshift_trace_drop ON sql_drop
 CREATE EVENT TRIGGER pgshift_trace_rewrite ON table_rewrite
     EXECUTE FUNCTION pgshift_trace.on_rewrite();
 "#;
+
+/// The function an instrumented `DO` block calls with each statement it is about to
+/// execute ([`pgshift_sql::DoBlock::instrument`]).
+pub(crate) const LOG_FUNCTION: &str = "pgshift_trace.log";
 
 /// Relations of the recorders (and system catalogs, OIDs below 16384, PostgreSQL's
 /// `FirstNormalObjectId`) are not the statement's.
@@ -240,6 +251,22 @@ pub(crate) async fn drain(
         })
         .collect();
     Ok((ddl, rewrites))
+}
+
+/// The statements an instrumented block logged since the last call, in order, removed
+/// as they are read.
+pub(crate) async fn drain_executed(client: &Client) -> Result<Vec<String>, TraceError> {
+    Ok(client
+        .query(
+            "WITH e AS (DELETE FROM pgshift_trace.executed RETURNING *) \
+             SELECT statement_text FROM e ORDER BY seq",
+            &[],
+        )
+        .await
+        .map_err(probe)?
+        .iter()
+        .map(|row| row.get(0))
+        .collect())
 }
 
 /// Forgets every statement `pg_stat_statements` counted so far.

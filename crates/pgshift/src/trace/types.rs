@@ -78,6 +78,11 @@ pub struct StatementTrace {
     /// SQL, the server's own SPI queries), from `pg_stat_statements`: unordered (sorted
     /// by text), with call counts; `None` when not recorded.
     pub nested: Option<Vec<NestedStatement>>,
+    /// For a `DO` block run instrumented: the statements it executed, in order, as
+    /// exact text (static DDL of its body and the strings its `EXECUTE`s ran);
+    /// `None` when it was not instrumented.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub executed: Option<Vec<String>>,
 }
 
 /// What happened to a statement.
@@ -172,6 +177,7 @@ impl StatementTrace {
             rewrites: Vec::new(),
             ddl: Vec::new(),
             nested: None,
+            executed: None,
         }
     }
 

@@ -303,6 +303,7 @@ pub fn migrate_options() -> MigrateOptions {
         allow_out_of_order: false,
         dry_run: false,
         max_file_bytes: 1 << 20,
+        procedural: None,
     }
 }
 

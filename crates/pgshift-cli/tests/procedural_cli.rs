@@ -1,0 +1,151 @@
+//! Procedural code through `plan` and `apply` from the command line: the trace in the
+//! output (text and JSON), the refusal of a data-dependent rewrite on a table with
+//! rows, the escape hatch's exit 3, and a value of it that names nothing.
+
+mod common;
+
+use common::pgshift;
+use pgshift_embedded::{shared_cluster, Cluster};
+
+fn database(schema: &str) -> (&'static Cluster, String) {
+    let cluster = shared_cluster().expect("a PostgreSQL cluster starts");
+    let db = cluster.fresh_database("procedural_cli").expect("database");
+    cluster.psql(&db, schema).expect("schema");
+    (cluster, db)
+}
+
+const SCHEMA: &str = "CREATE TABLE items (id bigint PRIMARY KEY, qty int);
+INSERT INTO items SELECT g, g FROM generate_series(1, 1000) g;";
+
+const DATA_DEPENDENT: &str = "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM items LIMIT 1) THEN ALTER TABLE items ALTER COLUMN qty TYPE bigint; END IF; END $$";
+
+/// Checks the exit code and that stdout holds every one of `needles`.
+fn expect(run: &common::Run, code: i32, needles: &[&str]) {
+    assert_eq!(run.code, code, "{}\n{}", run.stdout, run.stderr);
+    for needle in needles {
+        assert!(run.stdout.contains(needle), "{needle:?} in\n{}", run.stdout);
+    }
+}
+
+fn json(stdout: &str) -> serde_json::Value {
+    serde_json::from_str(stdout).unwrap_or_else(|e| panic!("one JSON document: {e}\n{stdout}"))
+}
+
+#[test]
+fn a_data_dependent_rewrite_is_refused_with_the_traced_statements() {
+    let (cluster, db) = database(SCHEMA);
+    let url = cluster.connection_string(&db);
+    let run = pgshift(&["apply", "--url", &url, "--sql", DATA_DEPENDENT]);
+    expect(
+        &run,
+        2,
+        &[
+            "procedural-blocking",
+            "ALTER TABLE items ALTER COLUMN qty TYPE bigint",
+        ],
+    );
+    let run = pgshift(&[
+        "apply",
+        "--url",
+        &url,
+        "--format",
+        "json",
+        "--sql",
+        DATA_DEPENDENT,
+    ]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    let report = json(&run.stdout);
+    let block = &report["procedural"][0];
+    assert_eq!(block["decision"], "refused", "{report:#}");
+    assert_eq!(block["refusal"]["cause"], "procedural-blocking");
+    assert_eq!(block["rewrites"][0]["table"]["name"], "items", "{block:#}");
+    assert!(block["locks"].as_array().is_some_and(|l| !l.is_empty()));
+}
+
+#[test]
+fn the_escape_hatch_exits_3_and_says_so() {
+    let (cluster, db) = database(SCHEMA);
+    let url = cluster.connection_string(&db);
+    let run = pgshift(&[
+        "apply",
+        "--url",
+        &url,
+        "--format",
+        "json",
+        "--allow-procedural",
+        "<sql>:1",
+        "--sql",
+        DATA_DEPENDENT,
+    ]);
+    assert_eq!(run.code, 3, "{}\n{}", run.stdout, run.stderr);
+    let report = json(&run.stdout);
+    assert_eq!(
+        report["procedural"][0]["decision"], "accepted",
+        "{report:#}"
+    );
+    assert_eq!(report["exit_code"], 3);
+    // The block took its live path (the table has rows): it can run again, in text.
+    let run = pgshift(&[
+        "apply",
+        "--url",
+        &url,
+        "--allow-procedural",
+        "<sql>",
+        "--sql",
+        DATA_DEPENDENT,
+    ]);
+    expect(
+        &run,
+        3,
+        &[
+            "traced: line 1: accepted",
+            "procedural code run as written, accepted with --allow-procedural",
+        ],
+    );
+}
+
+#[test]
+fn an_escape_hatch_naming_nothing_is_a_command_line_error() {
+    let (cluster, db) = database(SCHEMA);
+    let url = cluster.connection_string(&db);
+    let run = pgshift(&[
+        "apply",
+        "--url",
+        &url,
+        "--format",
+        "json",
+        "--allow-procedural",
+        "<sql>:7",
+        "--sql",
+        DATA_DEPENDENT,
+    ]);
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    let report = json(&run.stdout);
+    assert_eq!(report["code"], "allow-procedural-unused", "{report:#}");
+    assert_eq!(
+        shared_cluster()
+            .expect("cluster")
+            .psql(&db, "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'items'::regclass AND attname = 'qty'")
+            .expect("reads")
+            .trim(),
+        "integer"
+    );
+}
+
+#[test]
+fn plan_shows_what_the_trace_saw() {
+    let (cluster, db) = database(SCHEMA);
+    let url = cluster.connection_string(&db);
+    let sql = "DO $$ BEGIN EXECUTE format('COMMENT ON TABLE %I IS %L', 'items', 'stock'); END $$";
+    let run = pgshift(&["plan", "--url", &url, "--sql", sql]);
+    expect(&run, 0, &["traced: locks"]);
+    let run = pgshift(&["plan", "--url", &url, "--format", "json", "--sql", sql]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let report = json(&run.stdout);
+    let block = &report["files"][0]["procedural"][0];
+    assert_eq!(block["decision"], "native", "{report:#}");
+    assert_eq!(
+        block["executed"][0], "COMMENT ON TABLE items IS 'stock'",
+        "{block:#}"
+    );
+}

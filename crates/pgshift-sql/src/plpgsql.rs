@@ -1,0 +1,313 @@
+//! The PL/pgSQL body of a `DO` block, read with PostgreSQL's own PL/pgSQL compiler
+//! (libpg_query's `parse_plpgsql`), and an instrumented copy of the block that logs
+//! every DDL statement it executes, in order and as exact text, before executing it.
+//!
+//! What [`DoBlock::of`] gives:
+//! - the **sites**: each `EXECUTE expr` (its string is only known when it runs) and
+//!   each static statement of the body that is not a query (DDL written in the body,
+//!   which is its own exact text);
+//! - the **queries**: every other SQL expression and query of the body (conditions,
+//!   `SELECT … INTO`, loops over queries, `PERFORM`, assignments, the expressions of
+//!   `EXECUTE`), as statements to parse, so that the caller can tell whether the
+//!   block's control flow reads user tables or only the catalog;
+//! - **opaque** constructs, whose statements cannot be logged (`FOR … IN EXECUTE`,
+//!   `EXECUTE … USING`, `CALL`, `COMMIT` in a block, a cursor opened on a dynamic
+//!   query).
+//!
+//! [`DoBlock::instrument`] edits the body only at the sites the compiler located (a
+//! site's text is found again from its line), never by splitting SQL on `;`.
+
+use pg_query::NodeEnum;
+use serde_json::Value;
+
+use crate::ident::quote_literal;
+use crate::parse::{parse, Statement};
+
+/// Why a `DO` block cannot be read or instrumented.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct PlpgsqlError(pub String);
+
+/// Where the block executes a statement pgshift logs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Site {
+    /// `EXECUTE expr`: the expression's text, on the statement's line.
+    Dynamic { line: usize, expr: String },
+    /// A statement written in the body that is not a query (DDL).
+    Static { line: usize, sql: String },
+}
+
+/// A `DO` block in `LANGUAGE plpgsql`, read by PostgreSQL's PL/pgSQL compiler.
+#[derive(Clone, Debug)]
+pub struct DoBlock {
+    body: String,
+    sites: Vec<Site>,
+    /// Every query and expression of the body other than its DDL, as SQL statements.
+    pub queries: Vec<String>,
+    /// Constructs whose statements cannot be logged, by name (empty when every
+    /// statement the block executes is logged by [`DoBlock::instrument`]).
+    pub opaque: Vec<&'static str>,
+}
+
+impl DoBlock {
+    /// Reads `statement`, which must be a `DO` block in PL/pgSQL.
+    pub fn of(statement: &Statement) -> Result<Self, PlpgsqlError> {
+        let NodeEnum::DoStmt(stmt) = &statement.node else {
+            return Err(PlpgsqlError("not a DO block".to_owned()));
+        };
+        let mut body = None;
+        for arg in &stmt.args {
+            let Some(NodeEnum::DefElem(def)) = &arg.node else {
+                continue;
+            };
+            let value = match def.arg.as_ref().and_then(|a| a.node.as_ref()) {
+                Some(NodeEnum::String(s)) => s.sval.clone(),
+                _ => continue,
+            };
+            match def.defname.as_str() {
+                "as" => body = Some(value),
+                "language" if value != "plpgsql" => {
+                    return Err(PlpgsqlError(format!(
+                        "the block is in LANGUAGE {value}; only PL/pgSQL is read"
+                    )))
+                }
+                _ => {}
+            }
+        }
+        let body = body.ok_or_else(|| PlpgsqlError("the DO block has no body".to_owned()))?;
+        let tree = pg_query::parse_plpgsql(&statement.text)
+            .map_err(|err| PlpgsqlError(format!("PL/pgSQL: {err}")))?;
+        let mut block = DoBlock {
+            body,
+            sites: Vec::new(),
+            queries: Vec::new(),
+            opaque: Vec::new(),
+        };
+        block.walk(&tree);
+        Ok(block)
+    }
+
+    /// The number of statements the instrumented block logs per run of each site.
+    pub fn sites(&self) -> usize {
+        self.sites.len()
+    }
+
+    fn walk(&mut self, value: &Value) {
+        match value {
+            Value::Array(items) => items.iter().for_each(|item| self.walk(item)),
+            Value::Object(map) => {
+                for (key, inner) in map {
+                    match key.as_str() {
+                        "PLpgSQL_stmt_execsql" => self.execsql(inner),
+                        "PLpgSQL_stmt_dynexecute" => self.dynexecute(inner),
+                        "PLpgSQL_expr" => self.expression(inner),
+                        "PLpgSQL_stmt_dynfors" => {
+                            self.opaque.push("FOR … IN EXECUTE");
+                            self.walk(inner);
+                        }
+                        "PLpgSQL_stmt_call" => {
+                            self.opaque.push("CALL");
+                            self.walk(inner);
+                        }
+                        "PLpgSQL_stmt_commit" | "PLpgSQL_stmt_rollback" => {
+                            self.opaque.push("COMMIT or ROLLBACK in the block");
+                        }
+                        "PLpgSQL_stmt_open" if inner.get("dynquery").is_some() => {
+                            self.opaque.push("OPEN … FOR EXECUTE");
+                            self.walk(inner);
+                        }
+                        // Declarations: their defaults are expressions too.
+                        _ => self.walk(inner),
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn execsql(&mut self, stmt: &Value) {
+        let line = line_of(stmt);
+        let Some(sql) = stmt
+            .pointer("/sqlstmt/PLpgSQL_expr/query")
+            .and_then(Value::as_str)
+        else {
+            return;
+        };
+        let is_query = match parse(sql) {
+            Ok(parsed) => parsed.iter().all(|s| is_data_statement(&s.node)),
+            Err(_) => true,
+        };
+        if is_query {
+            self.queries.push(sql.to_owned());
+        } else {
+            self.sites.push(Site::Static {
+                line,
+                sql: sql.to_owned(),
+            });
+        }
+    }
+
+    fn dynexecute(&mut self, stmt: &Value) {
+        let line = line_of(stmt);
+        if stmt.get("params").is_some() {
+            self.opaque.push("EXECUTE … USING");
+        }
+        if let Some(expr) = stmt
+            .pointer("/query/PLpgSQL_expr/query")
+            .and_then(Value::as_str)
+        {
+            self.sites.push(Site::Dynamic {
+                line,
+                expr: expr.to_owned(),
+            });
+        }
+        // The expression itself may read tables.
+        self.walk(stmt);
+    }
+
+    fn expression(&mut self, expr: &Value) {
+        let Some(query) = expr.get("query").and_then(Value::as_str) else {
+            return;
+        };
+        let mode = expr.get("parseMode").and_then(Value::as_i64).unwrap_or(0);
+        let sql = match mode {
+            0 => query.to_owned(),
+            // Assignments (`x := expr`, `x[1] := expr`, `x.f := expr`).
+            3..=5 => match query.split_once(":=") {
+                Some((_, rhs)) => format!("SELECT {rhs}"),
+                None => format!("SELECT {query}"),
+            },
+            _ => format!("SELECT {query}"),
+        };
+        self.queries.push(sql);
+    }
+
+    /// The block with each logged site wrapped by `log_function` (a function of one
+    /// `text` argument returning it, called before the statement runs), as a new `DO`
+    /// statement.
+    pub fn instrument(&self, log_function: &str) -> Result<String, PlpgsqlError> {
+        let line_starts: Vec<usize> = std::iter::once(0)
+            .chain(self.body.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        // (offset, bytes replaced, replacement), applied from the end.
+        let mut edits: Vec<(usize, usize, String)> = Vec::new();
+        for site in &self.sites {
+            let (line, needle) = match site {
+                Site::Dynamic { line, expr } => (*line, expr),
+                Site::Static { line, sql } => (*line, sql),
+            };
+            let from = line
+                .checked_sub(1)
+                .and_then(|l| line_starts.get(l))
+                .copied()
+                .ok_or_else(|| PlpgsqlError(format!("line {line} is not in the body")))?;
+            let found = self.body[from..]
+                .find(needle.as_str())
+                .map(|at| at + from)
+                .ok_or_else(|| {
+                    PlpgsqlError(format!("the statement on body line {line} was not found"))
+                })?;
+            match site {
+                Site::Dynamic { .. } => {
+                    let before = self.body[..found].trim_end();
+                    if !before.to_ascii_uppercase().ends_with("EXECUTE") {
+                        return Err(PlpgsqlError(format!(
+                            "the EXECUTE on body line {line} was not found"
+                        )));
+                    }
+                    edits.push((
+                        found,
+                        needle.len(),
+                        format!("{log_function}(({needle})::text)"),
+                    ));
+                }
+                Site::Static { .. } => edits.push((
+                    found,
+                    0,
+                    format!("PERFORM {log_function}({}); ", quote_literal(needle)),
+                )),
+            }
+        }
+        edits.sort_by_key(|edit| std::cmp::Reverse(edit.0));
+        let mut body = self.body.clone();
+        for (at, len, replacement) in edits {
+            body.replace_range(at..at + len, &replacement);
+        }
+        let mut tag = "pgshift_trace".to_owned();
+        while body.contains(&format!("${tag}$")) {
+            tag.push('x');
+        }
+        Ok(format!("DO LANGUAGE plpgsql ${tag}${body}${tag}$"))
+    }
+}
+
+fn line_of(stmt: &Value) -> usize {
+    stmt.get("lineno")
+        .and_then(Value::as_u64)
+        .and_then(|l| usize::try_from(l).ok())
+        .unwrap_or(1)
+}
+
+/// Whether a statement reads or writes table data (rather than changing the schema).
+pub fn is_data_statement(node: &NodeEnum) -> bool {
+    matches!(
+        node,
+        NodeEnum::SelectStmt(_)
+            | NodeEnum::InsertStmt(_)
+            | NodeEnum::UpdateStmt(_)
+            | NodeEnum::DeleteStmt(_)
+            | NodeEnum::MergeStmt(_)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RELAY: &str = "DO $$\nDECLARE expr text;\nBEGIN\n  SELECT pg_get_expr(d.adbin, d.adrelid) INTO expr FROM pg_attrdef d WHERE d.adrelid = 'events'::regclass;\n  ALTER TABLE events DROP COLUMN search_tsv;\n  EXECUTE format('ALTER TABLE events ADD COLUMN search_tsv tsvector GENERATED ALWAYS AS (%s) STORED', expr);\nEND $$";
+
+    fn block(sql: &str) -> DoBlock {
+        let statements = parse(sql).expect("parses");
+        DoBlock::of(&statements[0]).expect("reads")
+    }
+
+    #[test]
+    fn static_ddl_and_execute_are_sites_and_the_rest_are_queries() {
+        let block = block(RELAY);
+        assert_eq!(block.sites(), 2);
+        assert!(block.opaque.is_empty());
+        assert!(block.queries.iter().any(|q| q.contains("pg_attrdef")));
+        assert!(block
+            .queries
+            .iter()
+            .any(|q| q.starts_with("SELECT format(")));
+    }
+
+    #[test]
+    fn the_instrumented_block_logs_before_it_executes_and_parses() {
+        let out = block(RELAY).instrument("log_it").expect("instruments");
+        assert!(
+            out.contains("PERFORM log_it('ALTER TABLE events DROP COLUMN search_tsv'); ALTER TABLE events DROP COLUMN search_tsv;"),
+            "{out}"
+        );
+        assert!(out.contains("EXECUTE log_it((format('ALTER TABLE"), "{out}");
+        let parsed = parse(&out).expect("the instrumented block parses");
+        let again = DoBlock::of(&parsed[0]).expect("and compiles");
+        assert!(again.queries.iter().any(|q| q.contains("log_it")), "{out}");
+    }
+
+    #[test]
+    fn using_and_dynamic_loops_are_opaque() {
+        let block = block(
+            "DO $$ DECLARE r record; BEGIN EXECUTE 'SELECT $1' USING 1; FOR r IN EXECUTE 'SELECT 1' LOOP END LOOP; END $$",
+        );
+        assert!(block.opaque.contains(&"EXECUTE … USING"));
+        assert!(block.opaque.contains(&"FOR … IN EXECUTE"));
+    }
+
+    #[test]
+    fn another_language_is_not_read() {
+        let statements = parse("DO LANGUAGE plpython3u $$ pass $$").expect("parses");
+        assert!(DoBlock::of(&statements[0]).is_err());
+    }
+}
