@@ -207,12 +207,51 @@ fn by_trace(script: &mut Script, verdicts: &[ProceduralVerdict]) {
                 }
                 decision => {
                     c.route = Route::Native;
+                    stated_from_trace(c, verdict);
                     c.effects.push(crate::classify::Effect::RunsProcedural {
                         accepted: decision == "accepted",
                     });
                     push_reason(&mut c.reasons, format!("{traced}; {}", verdict.why));
                 }
             }
+        }
+    }
+}
+
+/// Adds the locks the trace saw on relations that existed before the statement to the
+/// locks it is stated to take (the trace wins: `SELECT f()` states none statically),
+/// so that the unit runs under the lock budget of what it really takes — a function
+/// that takes ACCESS EXCLUSIVE gets `--lock-timeout-ms`, not the budget of locks that
+/// block nobody — and `plan` states it.
+// INV: PC-1 — a procedural statement run natively is bounded by the budget of its traced locks.
+fn stated_from_trace(c: &mut crate::classify::Classification, verdict: &ProceduralVerdict) {
+    use crate::classify::{LockTaken, ObjectKind};
+    for traced in verdict.locks.iter().flatten() {
+        if traced.created || traced.gone {
+            continue;
+        }
+        let object = match traced.kind {
+            "table" | "partitioned-table" | "foreign-table" => ObjectKind::Table,
+            "index" | "partitioned-index" => ObjectKind::Index,
+            "view" | "materialized-view" => ObjectKind::View,
+            "sequence" => ObjectKind::Sequence,
+            _ => continue,
+        };
+        match c
+            .locks
+            .iter_mut()
+            .find(|lock| lock.relation.matches(&traced.relation))
+        {
+            Some(lock) => lock.mode = lock.mode.max(traced.mode),
+            None => c.locks.push(LockTaken {
+                relation: traced.relation.clone(),
+                object,
+                mode: traced.mode,
+                recurses: false,
+                partition_mode: None,
+                index_mode: None,
+                related_to: None,
+            }),
         }
     }
 }

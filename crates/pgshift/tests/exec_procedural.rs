@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::cas::{clone_database, identity, options as cas_options, spec, value};
+use common::cas::{clone_database, identity, options as cas_options, spec, value, LockHolder};
 use common::*;
 use pgshift::cas::Mode;
 use pgshift::exec::{
@@ -417,5 +417,57 @@ async fn a_function_that_runs_ddl_is_traced_through_a_select_and_bounded_by_live
             "SELECT count(*) FROM pg_index WHERE indrelid = 'items'::regclass"
         ),
         "2"
+    );
+}
+
+/// A function that takes ACCESS EXCLUSIVE, called through `SELECT` (which states no
+/// lock statically), runs natively on an empty table: its unit must be stated with the
+/// lock the trace saw and bounded by `lock_timeout` (300 ms here), not by the budget of
+/// locks that block nobody (30 s here). Found by the relay's migrate under load: 0037
+/// waited ~7 s behind a reader with `--lock-timeout-ms 500`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inv_pc_1_a_function_run_natively_waits_no_longer_than_the_budget_of_what_it_locks() {
+    let _one = CLONES.lock().await;
+    let schema = "CREATE TABLE notes (id bigint PRIMARY KEY);
+        CREATE FUNCTION add_body(t text) RETURNS void LANGUAGE plpgsql AS $f$
+        BEGIN EXECUTE format('ALTER TABLE %I ADD COLUMN body text', t); END $f$;";
+    let db = database("proc_fn_budget", schema);
+    let sql = "SELECT add_body('notes');";
+    let plan = planned(&db, sql, &[]).await;
+    assert_eq!(plan.files[0].procedural[0].decision, "native");
+    let stated = plan.files[0]
+        .schedule
+        .items
+        .iter()
+        .find_map(|item| match item {
+            pgshift::exec::schedule::Scheduled::Unit { unit } => unit.strongest_lock(),
+            _ => None,
+        });
+    assert_eq!(
+        stated,
+        Some(pgshift::lock::LockMode::AccessExclusive),
+        "the unit states the lock the trace saw"
+    );
+
+    // A reader keeps ACCESS SHARE on the table for the whole apply.
+    let reader = LockHolder::hold(&db, "BEGIN; SELECT count(*) FROM notes");
+    let (_, verdict) = traced_apply(&db, sql, &[]).await;
+    reader.release();
+    assert_eq!(verdict.outcome, Outcome::Refused, "{verdict:#?}");
+    let report = verdict.units[0].report.as_ref().expect("the unit ran");
+    assert_eq!(report.attempts.len(), TEST_BUDGETS.max_attempts as usize);
+    for attempt in &report.attempts {
+        assert_eq!(attempt.outcome, "lock-timeout", "{attempt:?}");
+        assert!(
+            attempt.elapsed_us < TEST_BUDGETS.weak_lock_timeout_ms * 1_000 / 2,
+            "each attempt gave up at the lock budget, not the weak-lock budget: {attempt:?}"
+        );
+    }
+    assert_eq!(
+        value(
+            &db,
+            "SELECT count(*) FROM pg_attribute WHERE attrelid = 'notes'::regclass AND attname = 'body'"
+        ),
+        "0"
     );
 }
