@@ -2,7 +2,7 @@
 
 use tokio_postgres::Client;
 
-use super::cleanup::{self, LeftBehind};
+use super::cleanup;
 use super::{CasProgress, RunReport};
 use crate::cas::error::CasError;
 use crate::cas::names::RunNames;
@@ -29,13 +29,9 @@ pub(super) async fn finish(
     } else {
         cleanup::drop_old(client, plan, &old, report, progress).await?;
     }
-    if let Err(e) = drop_engine_objects(client, &names).await {
-        report.left_behind.push(LeftBehind {
-            object: "the run's change log and functions".to_owned(),
-            reason: e.to_string(),
-            statement: engine_objects_sql(&names),
-        });
-    }
+    // The engine's own objects (no user waits for them): a failure stops the run in
+    // `cutover`, and `resume` settles it from the catalog and finishes (INV: ST-3).
+    drop_engine_objects(client, &names).await?;
     store::set_phase(client, plan.run, Phase::Done).await?;
     progress.phase(Phase::Done);
     report.phase = "done".to_owned();
@@ -95,18 +91,14 @@ pub(super) async fn drop_capture(
     Ok(())
 }
 
-fn engine_objects_sql(names: &RunNames) -> String {
-    format!(
-        "DROP TABLE IF EXISTS {}; DROP FUNCTION IF EXISTS {}() CASCADE; DROP FUNCTION IF EXISTS {}() CASCADE",
-        names.log_table(),
-        names.capture_function(),
-        names.refuse_function()
-    )
-}
-
 pub(super) async fn drop_engine_objects(client: &Client, names: &RunNames) -> Result<(), CasError> {
     client
-        .batch_execute(&engine_objects_sql(names))
+        .batch_execute(&format!(
+            "DROP TABLE IF EXISTS {}; DROP FUNCTION IF EXISTS {}() CASCADE; DROP FUNCTION IF EXISTS {}() CASCADE",
+            names.log_table(),
+            names.capture_function(),
+            names.refuse_function()
+        ))
         .await
         .map_err(|e| CasError::db("removing the run's engine objects", e))
 }
