@@ -3,6 +3,7 @@
 use crate::cas::throttle;
 use tokio_postgres::Client;
 
+use super::cleanup;
 use super::{CasProgress, RunReport};
 use crate::cas::error::CasError;
 use crate::cas::names::RunNames;
@@ -11,39 +12,26 @@ use crate::cas::store::{self, Phase};
 use pgshift_sql::{quote_ident, QualifiedName};
 
 /// After the swap: validate re-pointed foreign keys, drop the old table (unless kept)
-/// and every artifact, mark the run done.
+/// and every artifact, mark the run done. A clean-up step that does not get its lock
+/// within its budget leaves its object behind (reported with the statement that drops
+/// it): the swap is done either way.
 pub(super) async fn finish(
     client: &Client,
     plan: &RunPlan,
     report: &mut RunReport,
     progress: &mut dyn CasProgress,
 ) -> Result<(), CasError> {
-    for fk in &plan.source.incoming {
-        let validate = format!(
-            "ALTER TABLE {} VALIDATE CONSTRAINT {}",
-            fk.table,
-            quote_ident(&fk.name)
-        );
-        if let Err(e) = bounded(client, 5_000, &validate).await {
-            report.unvalidated_foreign_keys.push(format!(
-                "{}.{}: {}",
-                fk.table,
-                quote_ident(&fk.name),
-                e.as_db_error()
-                    .map_or_else(|| e.to_string(), |d| d.message().to_owned())
-            ));
-        }
-    }
+    cleanup::validate_incoming(client, plan, report).await;
     let names = plan.names();
     let old = names.old(&plan.source.table.name);
     if plan.options.keep_old {
         drop_capture(client, plan, &old).await?;
         report.kept_old = Some(old.to_string());
     } else {
-        bounded(client, 5_000, &format!("DROP TABLE IF EXISTS {old}"))
-            .await
-            .map_err(|e| CasError::db("dropping the old table", e))?;
+        cleanup::drop_old(client, plan, &old, report, progress).await?;
     }
+    // The engine's own objects (no user waits for them): a failure stops the run in
+    // `cutover`, and `resume` settles it from the catalog and finishes (INV: ST-3).
     drop_engine_objects(client, &names).await?;
     store::set_phase(client, plan.run, Phase::Done).await?;
     progress.phase(Phase::Done);
