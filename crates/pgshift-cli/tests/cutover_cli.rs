@@ -98,14 +98,16 @@ fn pg_locks_mode(report: &str) -> String {
         + "Lock"
 }
 
-/// The modes pgshift's sessions wait for on `items` now.
-fn waiting_modes(cluster: &Cluster, db: &str) -> Vec<String> {
+/// The modes pgshift's sessions wait for on `table` now.
+fn waiting_modes_on(cluster: &Cluster, db: &str, table: &str) -> Vec<String> {
     let text = value(
         cluster,
         db,
-        "SELECT coalesce(string_agg(DISTINCT l.mode, ','), '') FROM pg_locks l JOIN pg_stat_activity a USING (pid) \
-          WHERE l.relation = 'items'::regclass AND NOT l.granted AND a.application_name LIKE 'pgshift%' \
-            AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+        &format!(
+            "SELECT coalesce(string_agg(DISTINCT l.mode, ','), '') FROM pg_locks l JOIN pg_stat_activity a USING (pid) \
+              WHERE l.relation = '{table}'::regclass AND NOT l.granted AND a.application_name LIKE 'pgshift%' \
+                AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+        ),
     );
     text.split(',')
         .filter(|m| !m.is_empty())
@@ -115,18 +117,111 @@ fn waiting_modes(cluster: &Cluster, db: &str) -> Vec<String> {
 
 /// Polls until pgshift waits for a lock on `items`; returns the modes it waits for.
 fn until_waiting(cluster: &Cluster, db: &str, child: &mut Child) -> Vec<String> {
+    until_waiting_on(cluster, db, "items", child)
+}
+
+/// Polls until pgshift waits for a lock on `table`; returns the modes it waits for.
+fn until_waiting_on(cluster: &Cluster, db: &str, table: &str, child: &mut Child) -> Vec<String> {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let modes = waiting_modes(cluster, db);
+        let modes = waiting_modes_on(cluster, db, table);
         if !modes.is_empty() {
             return modes;
         }
         if let Ok(Some(status)) = child.try_wait() {
-            panic!("pgshift ended ({status}) without waiting for a lock");
+            panic!("pgshift ended ({status}) without waiting for a lock on {table}");
         }
-        assert!(Instant::now() < deadline, "pgshift never waited for a lock");
+        assert!(
+            Instant::now() < deadline,
+            "pgshift never waited for {table}"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
+}
+
+/// The table's foreign keys make the run lock the referenced table twice: adding the
+/// shadow's key (SHARE ROW EXCLUSIVE) and dropping the old table's after the swap
+/// (ACCESS EXCLUSIVE). `plan` states both, and they are the requests `pg_locks` shows
+/// the run waiting for on that table (before, `plan` named only the table itself).
+#[test]
+fn copy_and_swap_plan_states_the_locks_on_foreign_key_partners() {
+    let (cluster, db) = database("cutover_cli_partners", &["parents"]);
+    cluster
+        .psql(
+            &db,
+            "CREATE TABLE items (id bigint PRIMARY KEY, parent_id bigint NOT NULL REFERENCES parents, qty int NOT NULL); \
+             INSERT INTO items SELECT g, g, g FROM generate_series(1, 2000) g; ANALYZE items;",
+        )
+        .expect("schema");
+    let url = cluster.connection_string(&db);
+    let rewrite = "ALTER TABLE items ALTER COLUMN qty TYPE bigint";
+    let doc = json(&pgshift(&[
+        "plan", "--url", &url, "--format", "json", "--sql", rewrite,
+    ]));
+    let stated = &doc["files"][0]["statements"][0]["copy_and_swap"];
+    let on_parents: Vec<(String, String)> = stated["locks"]
+        .as_array()
+        .expect("the run's locks")
+        .iter()
+        .filter(|l| l["relation"]["name"] == "parents")
+        .map(|l| {
+            (
+                l["phase"].as_str().unwrap_or_default().to_owned(),
+                pg_locks_mode(l["mode"].as_str().expect("mode")),
+            )
+        })
+        .collect();
+    assert_eq!(
+        on_parents,
+        vec![
+            ("indexing".to_owned(), "ShareRowExclusiveLock".to_owned()),
+            ("cleanup".to_owned(), "AccessExclusiveLock".to_owned()),
+        ],
+        "{stated}"
+    );
+    let text = pgshift(&["plan", "--url", &url, "--sql", rewrite]);
+    assert!(
+        text.stdout.contains(
+            "drop the old table's foreign key to it: ACCESS EXCLUSIVE on \"public\".\"parents\""
+        ),
+        "{}",
+        text.stdout
+    );
+
+    // A reader of `parents` for the whole run (ACCESS SHARE: only the clean-up's
+    // request conflicts with it) and a writer until the shadow's key waits for it.
+    let reader = hold(cluster, &db, "parents", "SELECT count(*) FROM parents");
+    let writer = hold(
+        cluster,
+        &db,
+        "parents",
+        "UPDATE parents SET qty = qty WHERE id = 1",
+    );
+    let mut run = spawn(&[
+        "apply",
+        "--url",
+        &url,
+        "--cutover-lock-timeout-ms",
+        "200",
+        "--cutover-attempts",
+        "100",
+        "--sql",
+        rewrite,
+    ]);
+    let at_indexing = until_waiting_on(cluster, &db, "parents", &mut run);
+    writer.release();
+    let at_cleanup = loop {
+        let modes = until_waiting_on(cluster, &db, "parents", &mut run);
+        if modes != at_indexing {
+            break modes;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    reader.release();
+    let (code, stdout) = ended(run);
+    assert_eq!(code, 0, "{stdout}");
+    assert_eq!(at_indexing, vec!["ShareRowExclusiveLock".to_owned()]);
+    assert_eq!(at_cleanup, vec!["AccessExclusiveLock".to_owned()]);
 }
 
 #[test]

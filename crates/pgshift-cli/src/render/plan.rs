@@ -125,6 +125,7 @@ fn render_cas_locks(out: &mut String, cas: &CasLocks, relations: &[RelationFacts
             (Some(ms), Some(attempts)) => {
                 format!("; waited for at most {ms} ms per attempt, {attempts} attempts")
             }
+            (Some(ms), None) => format!("; waited for at most {ms} ms"),
             _ => String::new(),
         };
         let _ = writeln!(

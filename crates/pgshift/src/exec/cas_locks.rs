@@ -21,7 +21,8 @@ use pgshift_sql::QualifiedName;
 /// One lock a run takes.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct CasLock {
-    /// The phase taking it (`capture`, `copy`, `verify`, `swap`).
+    /// The phase taking it (`capture`, `copy`, `verify`, `indexing`, `swap`,
+    /// `cleanup`).
     pub phase: &'static str,
     /// What it is taken for.
     pub purpose: &'static str,
@@ -125,6 +126,14 @@ pub fn cas_locks(
             ),
         ),
     ];
+    let mut locks = locks;
+    if let Some(facts) = facts {
+        let (indexing, cleanup) = partner_locks(facts, &cutover);
+        // The shadow's indexes and constraints are built after the copy, before the
+        // verification; the clean-up follows the swap.
+        locks.splice(2..2, indexing);
+        locks.extend(cleanup);
+    }
     let mut swap_also_locks: Vec<QualifiedName> = Vec::new();
     if let Some(facts) = facts {
         for fk in &facts.foreign_keys_in {
@@ -139,4 +148,52 @@ pub fn cas_locks(
         swap_also_locks,
         blocking_form: classification.locks.clone(),
     })
+}
+
+/// The locks on the tables the table's foreign keys reference: adding each foreign key
+/// to the shadow (SHARE ROW EXCLUSIVE on the referenced table, as `ADD FOREIGN KEY`
+/// takes it; a partitioned shadow's key is validated under it, a plain one's under a
+/// weaker lock afterwards), and dropping the old table's after the swap (ACCESS
+/// EXCLUSIVE, one referenced table per transaction, under the cutover's budget: LK-8).
+fn partner_locks(
+    facts: &RelationFacts,
+    cutover: &crate::cas::CutoverBudgets,
+) -> (Vec<CasLock>, Vec<CasLock>) {
+    let mut partners: Vec<&QualifiedName> = Vec::new();
+    for fk in &facts.foreign_keys_out {
+        if !fk.referenced.matches(&facts.name) && !partners.contains(&&fk.referenced) {
+            partners.push(&fk.referenced);
+        }
+    }
+    let partitioned = !facts.partitions.is_empty();
+    let (mut indexing, mut cleanup) = (Vec::new(), Vec::new());
+    for partner in partners {
+        indexing.push(CasLock {
+            phase: "indexing",
+            purpose: "add the shadow's foreign key to it",
+            relation: partner.clone(),
+            partitions: 0,
+            mode: LockMode::ShareRowExclusive,
+            blocks: LockMode::ShareRowExclusive.blocks_description(),
+            lock_timeout_ms: Some(crate::cas::session::RUN_SESSION.lock_timeout_ms),
+            attempts: None,
+            held: if partitioned {
+                "the transaction adding the constraint to the shadow, which validates it: a scan of the shadow".to_owned()
+            } else {
+                "the transaction adding the constraint to the shadow NOT VALID (catalog only); it is validated afterwards under ROW SHARE".to_owned()
+            },
+        });
+        cleanup.push(CasLock {
+            phase: "cleanup",
+            purpose: "drop the old table's foreign key to it",
+            relation: partner.clone(),
+            partitions: 0,
+            mode: LockMode::AccessExclusive,
+            blocks: LockMode::AccessExclusive.blocks_description(),
+            lock_timeout_ms: Some(cutover.lock_timeout_ms),
+            attempts: Some(cutover.attempts),
+            held: "one short transaction per referenced table after the swap (catalog only); out of attempts, the old table is left behind and reported".to_owned(),
+        });
+    }
+    (indexing, cleanup)
 }
