@@ -94,6 +94,19 @@ pub fn cas_report(report: &RunReport) -> String {
     for fk in &report.unvalidated_foreign_keys {
         let _ = writeln!(out, "  NOT VALIDATED (left NOT VALID): {fk}");
     }
+    if !report.left_behind.is_empty() {
+        let _ = writeln!(
+            out,
+            "  LEFT BEHIND (the swap is done; drop these later, in order, one statement per transaction):"
+        );
+    }
+    for left in &report.left_behind {
+        let _ = writeln!(
+            out,
+            "    {} ({}): {};",
+            left.object, left.reason, left.statement
+        );
+    }
     if let Some(old) = &report.kept_old {
         let _ = writeln!(out, "  the old table is kept as {old}");
     }

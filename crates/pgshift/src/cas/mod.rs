@@ -37,7 +37,7 @@ pub use plan::{CutoverBudgets, Mode, RunOptions, VerifyMethod};
 pub use preflight::{preflight, preflight_read_only, Preflight};
 pub use run::{
     abort, request_cutover, resume, resume_id, start, start_request, status, CasProgress,
-    CutoverRequest, Request, RunReport, Silent,
+    CleanupStep, CutoverRequest, LeftBehind, Request, RunReport, Silent,
 };
 pub use run::{request_throttle, ThrottleRequest};
 pub use store::{Phase, RunRecord};

@@ -52,6 +52,8 @@ pub(super) async fn drive(
         throttle: Vec::new(),
         throttled_ms: 0,
         standbys: None,
+        cleanup: Vec::new(),
+        left_behind: Vec::new(),
     };
     let phase = match record.phase {
         Phase::Failed => record.resume_phase.unwrap_or(Phase::Copying),

@@ -3,6 +3,7 @@
 use crate::cas::throttle;
 use tokio_postgres::Client;
 
+use super::cleanup::{self, LeftBehind};
 use super::{CasProgress, RunReport};
 use crate::cas::error::CasError;
 use crate::cas::names::RunNames;
@@ -11,40 +12,31 @@ use crate::cas::store::{self, Phase};
 use pgshift_sql::{quote_ident, QualifiedName};
 
 /// After the swap: validate re-pointed foreign keys, drop the old table (unless kept)
-/// and every artifact, mark the run done.
+/// and every artifact, mark the run done. A clean-up step that does not get its lock
+/// within its budget leaves its object behind (reported with the statement that drops
+/// it): the swap is done either way.
 pub(super) async fn finish(
     client: &Client,
     plan: &RunPlan,
     report: &mut RunReport,
     progress: &mut dyn CasProgress,
 ) -> Result<(), CasError> {
-    for fk in &plan.source.incoming {
-        let validate = format!(
-            "ALTER TABLE {} VALIDATE CONSTRAINT {}",
-            fk.table,
-            quote_ident(&fk.name)
-        );
-        if let Err(e) = bounded(client, 5_000, &validate).await {
-            report.unvalidated_foreign_keys.push(format!(
-                "{}.{}: {}",
-                fk.table,
-                quote_ident(&fk.name),
-                e.as_db_error()
-                    .map_or_else(|| e.to_string(), |d| d.message().to_owned())
-            ));
-        }
-    }
+    cleanup::validate_incoming(client, plan, report).await;
     let names = plan.names();
     let old = names.old(&plan.source.table.name);
     if plan.options.keep_old {
         drop_capture(client, plan, &old).await?;
         report.kept_old = Some(old.to_string());
     } else {
-        bounded(client, 5_000, &format!("DROP TABLE IF EXISTS {old}"))
-            .await
-            .map_err(|e| CasError::db("dropping the old table", e))?;
+        cleanup::drop_old(client, plan, &old, report, progress).await?;
     }
-    drop_engine_objects(client, &names).await?;
+    if let Err(e) = drop_engine_objects(client, &names).await {
+        report.left_behind.push(LeftBehind {
+            object: "the run's change log and functions".to_owned(),
+            reason: e.to_string(),
+            statement: engine_objects_sql(&names),
+        });
+    }
     store::set_phase(client, plan.run, Phase::Done).await?;
     progress.phase(Phase::Done);
     report.phase = "done".to_owned();
@@ -104,15 +96,19 @@ pub(super) async fn drop_capture(
     Ok(())
 }
 
+fn engine_objects_sql(names: &RunNames) -> String {
+    format!(
+        "DROP TABLE IF EXISTS {}; DROP FUNCTION IF EXISTS {}() CASCADE; DROP FUNCTION IF EXISTS {}() CASCADE",
+        names.log_table(),
+        names.capture_function(),
+        names.refuse_function()
+    )
+}
+
 pub(super) async fn drop_engine_objects(client: &Client, names: &RunNames) -> Result<(), CasError> {
     throttle::record::forget_probe(client, names.run()).await?;
     client
-        .batch_execute(&format!(
-            "DROP TABLE IF EXISTS {}; DROP FUNCTION IF EXISTS {}() CASCADE; DROP FUNCTION IF EXISTS {}() CASCADE",
-            names.log_table(),
-            names.capture_function(),
-            names.refuse_function()
-        ))
+        .batch_execute(&engine_objects_sql(names))
         .await
         .map_err(|e| CasError::db("removing the run's engine objects", e))
 }

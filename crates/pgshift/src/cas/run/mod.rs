@@ -6,6 +6,7 @@
 //! `pg_try_advisory_lock` on the runner's session and never waited for (INV: OC-2).
 
 mod applier_task;
+mod cleanup;
 mod copy;
 mod drive;
 mod finish;
@@ -16,6 +17,7 @@ mod swap;
 mod table_lock;
 mod verify_all;
 
+pub use cleanup::{CleanupStep, LeftBehind};
 use drive::drive;
 use finish::remove_artifacts;
 use prepare::prepare;
@@ -109,6 +111,14 @@ pub struct RunReport {
     /// The standbys before and at the swap.
     #[serde(default)]
     pub standbys: Option<StandbyReport>,
+    /// The clean-up's steps after the swap (validations, the old tree's foreign keys
+    /// one per transaction, the old tree), with their attempts.
+    #[serde(default)]
+    pub cleanup: Vec<CleanupStep>,
+    /// What the clean-up could not drop within its budget, with the statements that
+    /// drop it later (the swap is done all the same).
+    #[serde(default)]
+    pub left_behind: Vec<LeftBehind>,
 }
 
 /// What a run is asked to do.
