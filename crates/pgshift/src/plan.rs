@@ -210,10 +210,41 @@ fn by_trace(script: &mut Script, verdicts: &[ProceduralVerdict]) {
                     c.effects.push(crate::classify::Effect::RunsProcedural {
                         accepted: decision == "accepted",
                     });
+                    traced_locks(c, verdict);
                     push_reason(&mut c.reasons, format!("{traced}; {}", verdict.why));
                 }
             }
         }
+    }
+}
+
+/// Gives a procedural statement that runs as written the table locks its trace took
+/// on tables that existed before it, so that its step waits for them at most the
+/// budget of the strongest (`--lock-timeout-ms` for a lock that blocks writes), not the
+/// weak budget of a statement whose locks are unknown.
+// INV: PC-1 — the traced locks set the budget a natively run procedural statement gets.
+fn traced_locks(c: &mut crate::classify::Classification, verdict: &ProceduralVerdict) {
+    let tables = verdict
+        .locks
+        .iter()
+        .flatten()
+        .filter(|lock| !lock.created && matches!(lock.kind, "table" | "partitioned-table"));
+    for lock in tables {
+        if c.locks
+            .iter()
+            .any(|taken| taken.relation == lock.relation && taken.mode >= lock.mode)
+        {
+            continue;
+        }
+        c.locks.push(crate::classify::LockTaken {
+            relation: lock.relation.clone(),
+            object: crate::classify::ObjectKind::Table,
+            mode: lock.mode,
+            recurses: false,
+            partition_mode: None,
+            index_mode: None,
+            related_to: None,
+        });
     }
 }
 
