@@ -17,9 +17,8 @@
 //!   (exit 3), and 0036 leaves `events` unrewritten; at the end the catalog and every
 //!   trigger (names, enable states, a clone on every partition of `events`) are what
 //!   a native run of the same files leaves. The stretch with the rewrites of `events`
-//!   through copy-and-swap (0005–0014) is its own test, ignored until a known defect
-//!   of copy-and-swap's cleanup is fixed ([`SWAP_CLEANUP_DEADLOCK`]); the other runs
-//!   from 0009.
+//!   through copy-and-swap (0005–0014) is its own test; the other runs from 0009.
+//!   Every copy-and-swap run's clean-up drops the old table (nothing left behind).
 
 mod common;
 
@@ -131,7 +130,7 @@ fn migrate_until_stop(url: &str, extra: &[&str]) -> (i32, Value) {
     let (code, json) = migrate(url, extra);
     assert!(
         code == 0 || code == 2 || code == 3,
-        "done, refused or done with an escape hatch, not failed ({SWAP_CLEANUP_DEADLOCK}): {json:#}"
+        "done, refused or done with an escape hatch, not failed: {json:#}"
     );
     let files = json["verdict"]["files"].as_array().expect("files");
     let stop = files
@@ -188,6 +187,19 @@ fn without_detach_check(catalog: &str) -> String {
         .filter(|line| !DETACH_CHECK.iter().all(|part| line.contains(part)))
         .map(|line| format!("{line}\n"))
         .collect()
+}
+
+/// The catalog of `live`, asserted to be the catalog of `native` (but for
+/// [`DETACH_CHECK`]).
+fn catalog_as_native(live: &str, native: &str) -> String {
+    let native_catalog = catalog(native);
+    let live_catalog = without_detach_check(&catalog(live));
+    assert!(
+        live_catalog == native_catalog,
+        "the migrated catalog differs from a native run's:\n{}",
+        diff(&live_catalog, &native_catalog)
+    );
+    live_catalog
 }
 
 /// Lines of `left` missing from `right` and the other way round.
@@ -256,19 +268,30 @@ fn the_whole_directory_on_a_fresh_install_matches_a_native_run() {
             "file {version}: {last:#}"
         );
     }
+    // Why they ran natively: 0036 and 0037 take strong locks (a rewrite, `ALTER TABLE`
+    // through a function) on tables that are empty here (PC-3); 0038 only creates
+    // triggers (PC-1).
+    for (version, why) in [
+        (36, "are empty here"),
+        (37, "are empty here"),
+        (38, "changes only the catalog"),
+    ] {
+        for entry in file_entry(last, version)["procedural"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            let said = entry["why"].as_str().unwrap_or("");
+            assert!(said.contains(why), "file {version}: {said}");
+        }
+    }
     // 0034's hidden rewrite ran through copy-and-swap (events has no rows here).
     assert_eq!(
         copy_and_swap_runs(last, 34),
         [("\"public\".\"events\"".to_owned(), "done".to_owned(), 0)]
     );
 
-    let native_catalog = catalog(&native);
-    let live_catalog = without_detach_check(&catalog(&live));
-    assert!(
-        live_catalog == native_catalog,
-        "the migrated catalog differs from a native run's:\n{}",
-        diff(&live_catalog, &native_catalog)
-    );
+    let live_catalog = catalog_as_native(&live, &native);
     // A fresh install: 0036 changed d_tag (events had no rows).
     assert!(live_catalog.contains("events|d_tag|character varying(256)|"));
 }
@@ -310,14 +333,23 @@ async fn migrate_under_load_with(url: &str, conninfo: &str, extra: &[&str]) -> S
     Stretch { json, code, report }
 }
 
-/// A known defect the copy-and-swap stretch finds (in 7 of 19 runs, on PostgreSQL 15,
-/// 16 and 18, on a busy 2-core machine): after the swap of `events` (0007, 0008), `DROP TABLE`
-/// of the old table takes ACCESS EXCLUSIVE on the tables its foreign keys reference
-/// (`communities`, `channels`) under a fixed 5 s `lock_timeout`, not the lock budget
-/// (`cas/run.rs`), and deadlocks with a writer whose insert checks the two keys in the
-/// other order. PostgreSQL refuses one of them: the writer's insert (40P01), or the
-/// drop, and `migrate` fails ("dropping the old table: deadlock detected").
-const SWAP_CLEANUP_DEADLOCK: &str = "known defect: the old table's DROP after a swap deadlocks with writers (see SWAP_CLEANUP_DEADLOCK)";
+/// What the copy-and-swap runs of a verdict left behind after their swaps (objects
+/// their clean-up could not drop within its budget).
+fn left_behind(json: &Value) -> Vec<Value> {
+    json["verdict"]["files"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|f| f["verdict"]["units"].as_array().into_iter().flatten())
+        .flat_map(|u| {
+            u["copy_and_swap"]["report"]["left_behind"]
+                .as_array()
+                .into_iter()
+                .flatten()
+        })
+        .cloned()
+        .collect()
+}
 
 /// The load's verdicts: nothing lost, nothing refused, no writer waited past the
 /// bound.
@@ -333,10 +365,14 @@ async fn check_load(client: &mut tokio_postgres::Client, stretch: &Stretch, labe
     }
     assert!(
         counts.refused_by_sqlstate.is_empty() && counts.unknown == 0,
-        "{label}: no write refused or lost in flight: {counts:?} {:?}\n{}\nserver log:\n{}",
+        "{label}: no write refused or lost in flight: {counts:?} {:?}\nserver log:\n{}",
         report.errors,
-        SWAP_CLEANUP_DEADLOCK,
         cluster().log_tail(200)
+    );
+    let left = left_behind(&stretch.json);
+    assert!(
+        left.is_empty(),
+        "{label}: every clean-up after a swap dropped the old table: {left:#?}"
     );
     let replica = report
         .ledger
@@ -421,7 +457,7 @@ async fn up_to_0014_under_load(
     native: &str,
     client: &mut tokio_postgres::Client,
     version: u32,
-) {
+) -> Value {
     let label = format!("{:04}-0014", version + 1);
     let stretch = migrate_under_load(conninfo, conninfo).await;
     assert_eq!(stretch.code, 2, "{:#}", stretch.json);
@@ -441,16 +477,24 @@ async fn up_to_0014_under_load(
         events_triggers(&triggers(cluster(), native), &parts),
         "{label}: the triggers of events and its partitions are what a native run leaves"
     );
+    stretch.json
 }
 
 /// The two copy-and-swap rewrites of `events` (0007, 0008, and 0009's volatile
 /// default) under load.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "known defect (SWAP_CLEANUP_DEADLOCK): the old table's DROP after the swap deadlocks with writers; un-ignore once it runs under the lock budget"]
 async fn the_relay_rewrites_of_events_run_through_copy_and_swap_under_load() {
     let _serial = ONE_AT_A_TIME.lock().await;
     let (live, conninfo, native, mut client) = seeded_relay_at(4, "relay_cas_load").await;
-    up_to_0014_under_load(&live, &conninfo, &native, &mut client, 4).await;
+    let json = up_to_0014_under_load(&live, &conninfo, &native, &mut client, 4).await;
+    for version in [7, 8] {
+        let swaps = copy_and_swap_runs(&json, version);
+        assert!(
+            matches!(swaps.as_slice(), [(table, phase, rows)]
+                if table == "\"public\".\"events\"" && phase == "done" && *rows > 0),
+            "{version:04}: the rewrite of events through copy-and-swap: {swaps:?}"
+        );
+    }
 }
 
 /// The file entry of `version` in a migrate verdict.
@@ -514,7 +558,7 @@ async fn a_seeded_relay_migrates_to_the_newest_version_under_load() {
     // From 0009 (after the rewrites of events, which the test above covers): the
     // trigger changes 0010-0014 under load, stopping at 0015.
     let (live, conninfo, native, mut client) = seeded_relay_at(9, "relay_load").await;
-    up_to_0014_under_load(&live, &conninfo, &native, &mut client, 9).await;
+    let _ = up_to_0014_under_load(&live, &conninfo, &native, &mut client, 9).await;
 
     // 0015 and 0020 are refused (`not-splittable`, see the test above): applied by
     // hand (no load) and recorded; the files between them under load.
@@ -535,6 +579,7 @@ async fn a_seeded_relay_migrates_to_the_newest_version_under_load() {
     // hidden rewrite of events expanded and run through copy-and-swap, 0035's data
     // check natively against the live rows. Migrate stops at 0036, whose rewrite
     // depends on the data (PC-3: refused on a table with rows).
+    let before_0034 = events_storage(&live);
     let stretch = migrate_under_load(&conninfo, &conninfo).await;
     assert_eq!(stretch.code, 2, "{:#}", stretch.json);
     assert_eq!(applied(&stretch.json), (21..=35).collect::<Vec<_>>());
@@ -553,6 +598,11 @@ async fn a_seeded_relay_migrates_to_the_newest_version_under_load() {
         "0034's rewrite of events through copy-and-swap: {swaps:?}"
     );
     check_load(&mut client, &stretch, "0021-0035").await;
+    assert_ne!(
+        events_storage(&live),
+        before_0034,
+        "copy-and-swap gave events new storage in 0034"
+    );
 
     // The operator's way on: `--allow-procedural` runs 0036 as written, a no-op on
     // events with rows (its file nodes do not change), under load. Migrate then stops
@@ -616,13 +666,7 @@ async fn a_seeded_relay_migrates_to_the_newest_version_under_load() {
         "every trigger is what a native run leaves:\n{}",
         diff(&after, &triggers(cluster(), &native))
     );
-    let native_catalog = catalog(&native);
-    let live_catalog = without_detach_check(&catalog(&live));
-    assert!(
-        live_catalog == native_catalog,
-        "the migrated catalog differs from a native run's:\n{}",
-        diff(&live_catalog, &native_catalog)
-    );
+    let live_catalog = catalog_as_native(&live, &native);
     // A relay with rows keeps d_tag as text (0036 is a no-op there).
     assert!(
         live_catalog.contains("events|d_tag|text|"),
