@@ -27,6 +27,13 @@ fn expect(run: &common::Run, code: i32, needles: &[&str]) {
     }
 }
 
+/// `pgshift apply --url URL --format json ARGS…`.
+fn apply_json(url: &str, args: &[&str]) -> common::Run {
+    let mut all = vec!["apply", "--url", url, "--format", "json"];
+    all.extend_from_slice(args);
+    pgshift(&all)
+}
+
 fn json(stdout: &str) -> serde_json::Value {
     serde_json::from_str(stdout).unwrap_or_else(|e| panic!("one JSON document: {e}\n{stdout}"))
 }
@@ -44,15 +51,7 @@ fn a_data_dependent_rewrite_is_refused_with_the_traced_statements() {
             "ALTER TABLE items ALTER COLUMN qty TYPE bigint",
         ],
     );
-    let run = pgshift(&[
-        "apply",
-        "--url",
-        &url,
-        "--format",
-        "json",
-        "--sql",
-        DATA_DEPENDENT,
-    ]);
+    let run = apply_json(&url, &["--sql", DATA_DEPENDENT]);
     assert_eq!(run.code, 2, "{}", run.stderr);
     let report = json(&run.stdout);
     let block = &report["procedural"][0];
@@ -66,17 +65,10 @@ fn a_data_dependent_rewrite_is_refused_with_the_traced_statements() {
 fn the_escape_hatch_exits_3_and_says_so() {
     let (cluster, db) = database(SCHEMA);
     let url = cluster.connection_string(&db);
-    let run = pgshift(&[
-        "apply",
-        "--url",
+    let run = apply_json(
         &url,
-        "--format",
-        "json",
-        "--allow-procedural",
-        "<sql>:1",
-        "--sql",
-        DATA_DEPENDENT,
-    ]);
+        &["--allow-procedural", "<sql>:1", "--sql", DATA_DEPENDENT],
+    );
     assert_eq!(run.code, 3, "{}\n{}", run.stdout, run.stderr);
     let report = json(&run.stdout);
     assert_eq!(
@@ -108,17 +100,10 @@ fn the_escape_hatch_exits_3_and_says_so() {
 fn an_escape_hatch_naming_nothing_is_a_command_line_error() {
     let (cluster, db) = database(SCHEMA);
     let url = cluster.connection_string(&db);
-    let run = pgshift(&[
-        "apply",
-        "--url",
+    let run = apply_json(
         &url,
-        "--format",
-        "json",
-        "--allow-procedural",
-        "<sql>:7",
-        "--sql",
-        DATA_DEPENDENT,
-    ]);
+        &["--allow-procedural", "<sql>:7", "--sql", DATA_DEPENDENT],
+    );
     assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
     let report = json(&run.stdout);
     assert_eq!(report["code"], "allow-procedural-unused", "{report:#}");
@@ -147,5 +132,61 @@ fn plan_shows_what_the_trace_saw() {
     assert_eq!(
         block["executed"][0], "COMMENT ON TABLE items IS 'stock'",
         "{block:#}"
+    );
+}
+
+/// A function that runs `ALTER TABLE … ADD COLUMN` (catalog-only, ACCESS EXCLUSIVE):
+/// the static classifier sees a read, the trace sees the lock.
+const ADD_NOTE: &str = "CREATE FUNCTION add_note() RETURNS void LANGUAGE plpgsql AS $$
+BEGIN EXECUTE 'ALTER TABLE items ADD COLUMN note text'; END $$;";
+
+/// Procedural code run as written waits for the lock its trace took (ACCESS EXCLUSIVE
+/// on `items`, held up by a reader) at most `--lock-timeout-ms`, as any statement whose
+/// lock blocks writes, not the weak budget of a statement whose locks are unknown.
+#[test]
+fn inv_pc_1_procedural_code_run_as_written_waits_at_most_the_lock_budget() {
+    let (cluster, db) = database(&format!("{SCHEMA}\n{ADD_NOTE}"));
+    let url = cluster.connection_string(&db);
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    let (holder, connection) = runtime
+        .block_on(tokio_postgres::connect(&url, tokio_postgres::NoTls))
+        .expect("connects");
+    runtime.spawn(connection);
+    runtime
+        .block_on(holder.batch_execute("BEGIN; LOCK TABLE items IN ACCESS SHARE MODE"))
+        .expect("the reader holds its lock");
+    // The reader lets go after a while: with the weak budget (a minute here) the
+    // first attempt would wait for it and commit.
+    let release = runtime.spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_secs(8)).await;
+        holder.batch_execute("ROLLBACK").await.expect("releases");
+    });
+    let run = apply_json(
+        &url,
+        &[
+            "--lock-timeout-ms",
+            "200",
+            "--weak-lock-timeout-ms",
+            "60000",
+            "--allow-procedural",
+            "<sql>",
+            "--sql",
+            "SELECT add_note()",
+        ],
+    );
+    runtime.block_on(release).expect("released");
+    let report = json(&run.stdout);
+    assert_eq!(
+        report["procedural"][0]["decision"], "accepted",
+        "{report:#}"
+    );
+    let unit = &report["verdict"]["units"][0];
+    assert_eq!(
+        unit["unit"]["steps"][0]["lock"]["mode"], "access-exclusive",
+        "{report:#}"
+    );
+    assert_eq!(
+        unit["report"]["attempts"][0]["outcome"], "lock-timeout",
+        "the first attempt gave up at the lock budget: {report:#}"
     );
 }

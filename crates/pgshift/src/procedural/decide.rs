@@ -121,7 +121,7 @@ pub fn decide(trace: &StatementTrace, facts: &Facts, accepted: bool) -> Decision
     }
     let heavy = heavy_tables(trace);
     // INV: PC-1 — weak locks only, or brief catalog-only DDL: the usual budgets bound it.
-    if heavy.is_empty() || (trace.rewrites.is_empty() && trace.ddl.iter().all(brief)) {
+    if heavy.is_empty() || catalog_only(trace) {
         return Decision::Native;
     }
     let mut reads = facts.body_reads.clone();
@@ -200,6 +200,12 @@ const BRIEF_COMMANDS: &[&str] = &[
 
 fn brief(ddl: &crate::trace::TracedDdl) -> bool {
     BRIEF_COMMANDS.contains(&ddl.command_tag.as_str())
+}
+
+/// Whether the statement rewrote nothing and ran only [`BRIEF_COMMANDS`]: its strong
+/// locks, if any, are held briefly (PC-1).
+pub fn catalog_only(trace: &StatementTrace) -> bool {
+    trace.rewrites.is_empty() && trace.ddl.iter().all(brief)
 }
 
 /// Why the trace saw DDL that the block's log does not account for (a function it

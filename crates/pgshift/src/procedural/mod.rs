@@ -18,7 +18,7 @@ mod combine;
 mod decide;
 mod live;
 
-pub use decide::{decide, heavy_tables, user_relations_read, Decision, Facts};
+pub use decide::{catalog_only, decide, heavy_tables, user_relations_read, Decision, Facts};
 
 use serde::Serialize;
 
@@ -381,10 +381,10 @@ fn verdict(
             "native",
             if heavy_tables(traced).is_empty() {
                 "traced: it takes no lock that blocks writes and rewrites nothing, so it runs as written under the usual budgets".to_owned()
-            } else if facts.populated.is_empty() && !traced.rewrites.is_empty() {
-                "traced: the tables it locks strongly or rewrites are empty here, so it runs as written under the usual budgets".to_owned()
-            } else {
+            } else if catalog_only(traced) {
                 "traced: it changes only the catalog, under brief locks, so it runs as written under the usual budgets".to_owned()
+            } else {
+                "traced: the tables it locks strongly or rewrites are empty here, so it runs as written under the usual budgets".to_owned()
             },
             None,
             Vec::new(),
