@@ -30,14 +30,20 @@ GRANT CREATE ON SCHEMA public TO rls_owner;
 
 const ALTER: &str = "ALTER TABLE rls ALTER COLUMN v TYPE bigint";
 
+/// The roles, set up once per test binary: the tests run in parallel, and two
+/// concurrent `ALTER ROLE`s of one role fail with "tuple concurrently updated" (seen on
+/// 14 and 18 when the engine suites ran together).
 fn roles() {
-    ensure_roles("postgres", &["rls_owner", "rls_bypass"]);
-    cluster()
-        .psql(
-            "postgres",
-            "ALTER ROLE rls_owner LOGIN; ALTER ROLE rls_bypass LOGIN BYPASSRLS; GRANT rls_owner TO rls_bypass",
-        )
-        .expect("roles");
+    static ROLES: std::sync::Once = std::sync::Once::new();
+    ROLES.call_once(|| {
+        ensure_roles("postgres", &["rls_owner", "rls_bypass"]);
+        cluster()
+            .psql(
+                "postgres",
+                "ALTER ROLE rls_owner LOGIN; ALTER ROLE rls_bypass LOGIN BYPASSRLS; GRANT rls_owner TO rls_bypass",
+            )
+            .expect("roles");
+    });
 }
 
 fn database_for(prefix: &str, schema: &str) -> String {
