@@ -42,18 +42,6 @@ BEGIN
 END
 $$;";
 
-fn cluster_dirs() -> usize {
-    let prefix = format!("c-{}-", std::process::id());
-    std::fs::read_dir(pgshift_embedded::cache_root())
-        .map(|entries| {
-            entries
-                .flatten()
-                .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
-                .count()
-        })
-        .unwrap_or(0)
-}
-
 fn procedural(db: &str, allow: &[&str]) -> ProceduralOptions {
     ProceduralOptions {
         conninfo: cluster().connection_string(db),

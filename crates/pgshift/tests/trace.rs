@@ -25,7 +25,7 @@ use pgshift::trace::{
 use pgshift_sql::{QualifiedName, Statement};
 use tokio_postgres::Client;
 
-use common::{client, cluster, database};
+use common::{client, cluster, cluster_dirs, database};
 
 const INIT: &str = include_str!("data/trace/relay/0001_init.sql");
 const PROCEDURAL: &str = include_str!("data/trace/relay/0002_procedural.sql");
@@ -246,18 +246,6 @@ fn traced_locks(traced: &StatementTrace) -> BTreeMap<QualifiedName, pgshift::loc
         *entry = (*entry).max(lock.mode);
     }
     out
-}
-
-fn cluster_dirs() -> usize {
-    let prefix = format!("c-{}-", std::process::id());
-    std::fs::read_dir(pgshift_embedded::cache_root())
-        .map(|entries| {
-            entries
-                .flatten()
-                .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
-                .count()
-        })
-        .unwrap_or(0)
 }
 
 /// Traces `files` with `target`, checking the clone is gone afterwards.

@@ -25,6 +25,20 @@ pub fn cluster() -> &'static Cluster {
     shared_cluster().expect("a PostgreSQL cluster starts")
 }
 
+/// How many throwaway cluster directories this test process has in the harness's
+/// cache now (a trace's clone is one while it lives).
+pub fn cluster_dirs() -> usize {
+    let prefix = format!("c-{}-", std::process::id());
+    std::fs::read_dir(pgshift_embedded::cache_root())
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
 /// A fresh database with `schema` loaded.
 pub fn database(prefix: &str, schema: &str) -> String {
     let db = cluster().fresh_database(prefix).expect("database");
