@@ -180,6 +180,17 @@ fn pause_standby() {
     replica().pause_replay().expect("replay pauses");
 }
 
+/// Pauses the standby's replay, then writes WAL it will not replay while paused.
+fn lag_the_standby(db: &str) {
+    pause_standby();
+    cluster()
+        .psql(
+            db,
+            "INSERT INTO side (pad) SELECT repeat('x', 100) FROM generate_series(1, 1000)",
+        )
+        .expect("write");
+}
+
 fn resume_standby() {
     replica().resume_replay().expect("replay resumes");
     cluster()
@@ -194,14 +205,7 @@ async fn inv_oc_5_a_standby_that_stops_replaying_pauses_the_copy_until_it_replay
     cluster()
         .wait_for_replay(replica(), Duration::from_secs(60))
         .expect("the standby is caught up");
-    pause_standby();
-    // WAL the standby will not replay while paused.
-    cluster()
-        .psql(
-            &db,
-            "INSERT INTO side (pad) SELECT repeat('x', 100) FROM generate_series(1, 1000)",
-        )
-        .expect("write");
+    lag_the_standby(&db);
     let run = spawn_run(
         &db,
         throttled(ThrottleLimits {
@@ -324,13 +328,7 @@ async fn inv_lk_7_the_cutover_refuses_a_lagging_standby_and_leaves_the_source() 
     let run = spawn_run(&db, options);
     wait_for_phase(&db, "ready").await;
     let before = value(&db, "SELECT 't'::regclass::oid");
-    pause_standby();
-    cluster()
-        .psql(
-            &db,
-            "INSERT INTO side (pad) SELECT repeat('x', 100) FROM generate_series(1, 1000)",
-        )
-        .expect("write");
+    lag_the_standby(&db);
     cas::request_cutover(&spec(&db), &QualifiedName::bare("t"))
         .await
         .expect("cutover requested");
