@@ -75,3 +75,37 @@ fn throttle_requests_a_pause_and_a_resume_of_a_running_run() {
     let neither = pgshift(&["throttle", "--url", &url, "items"]);
     assert_eq!(neither.code, 1, "{}", neither.stderr);
 }
+
+/// `status` only reads: on a runs table an earlier version of pgshift made (before the
+/// `label` and throttle columns), it shows the runs instead of failing on a missing
+/// column, and adds nothing to the table.
+#[test]
+fn status_reads_a_runs_table_an_earlier_version_made() {
+    let (cluster, db) = database("status_old_runs", 200);
+    let url = cluster.url(&db);
+    let done = pgshift(&["apply", "--url", &url, "--sql", REWRITE]);
+    assert_eq!(done.code, 0, "{}\n{}", done.stdout, done.stderr);
+    cluster
+        .psql(
+            &db,
+            "ALTER TABLE pgshift.runs DROP COLUMN label, DROP COLUMN throttle_paused, DROP COLUMN throttle",
+        )
+        .expect("the older table's shape");
+    let status = pgshift(&["status", "--url", &url, "--format", "json"]);
+    assert_eq!(status.code, 0, "{}\n{}", status.stdout, status.stderr);
+    let doc = json(&status.stdout);
+    assert_eq!(doc["runs"][0]["phase"], "done", "{}", status.stdout);
+    assert_eq!(
+        doc["runs"][0]["throttle_paused"], false,
+        "{}",
+        status.stdout
+    );
+    let columns = cluster
+        .psql(
+            &db,
+            "SELECT count(*) FROM pg_attribute WHERE attrelid = 'pgshift.runs'::regclass \
+              AND attname IN ('label', 'throttle_paused', 'throttle') AND NOT attisdropped",
+        )
+        .expect("catalog");
+    assert_eq!(columns.trim(), "0", "status added no column");
+}
