@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::cas::{database, spawn, wait_for_phase, REWRITE};
+use common::cas::{database, phase, spawn, wait_for_phase, REWRITE};
 use common::pgshift;
 
 fn json(stdout: &str) -> serde_json::Value {
@@ -108,4 +108,63 @@ fn status_reads_a_runs_table_an_earlier_version_made() {
         )
         .expect("catalog");
     assert_eq!(columns.trim(), "0", "status added no column");
+}
+
+/// An operator's pause holds the swap too: a run in `ready` that is paused and then
+/// asked for its cutover keeps the source in place (the phase stays `ready`, the
+/// table's storage unchanged) until `--resume`, then swaps and ends done.
+#[test]
+fn inv_oc_5_an_operators_pause_holds_the_swap() {
+    let (cluster, db) = database("throttle_hold", 2_000);
+    let url = cluster.url(&db);
+    let storage = || {
+        cluster
+            .psql(
+                &db,
+                "SELECT relfilenode FROM pg_class WHERE oid = 'items'::regclass",
+            )
+            .expect("catalog")
+            .trim()
+            .to_owned()
+    };
+    let mut run = spawn(&[
+        "apply",
+        "--url",
+        &url,
+        "--defer-cutover",
+        "--max-writer-p99",
+        "off",
+        "--sql",
+        REWRITE,
+    ]);
+    wait_for_phase(cluster, &db, "ready", &mut run);
+    let before = storage();
+    let paused = pgshift(&["throttle", "--url", &url, "items", "--pause"]);
+    assert_eq!(paused.code, 0, "{}\n{}", paused.stdout, paused.stderr);
+    let requested = pgshift(&["cutover", "--url", &url, "items", "--no-wait"]);
+    assert_eq!(
+        requested.code, 0,
+        "{}\n{}",
+        requested.stdout, requested.stderr
+    );
+    // The process reads the request within half a second; held, it does not swap.
+    for _ in 0..6 {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        assert!(
+            run.try_wait().expect("pollable").is_none(),
+            "apply went on while paused"
+        );
+        assert_eq!(storage(), before, "the source is not swapped while paused");
+        assert_eq!(phase(cluster, &db), "ready", "held before the swap");
+    }
+    let resumed = pgshift(&["throttle", "--url", &url, "items", "--resume"]);
+    assert_eq!(resumed.code, 0, "{}\n{}", resumed.stdout, resumed.stderr);
+    let output = run.wait_with_output().expect("apply ends");
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    assert_ne!(storage(), before, "swapped once resumed");
 }

@@ -12,7 +12,7 @@ use super::finish::finish;
 use super::indexes::{build_indexes, ensure_key, key_exists};
 use super::prepare::ensure_capture;
 use super::sessions::terminate_earlier_sessions;
-use super::swap::{catch_up, wait_for_cutover};
+use super::swap::{catch_up, hold_while_paused, wait_for_cutover};
 use super::verify_all::verify_all;
 use super::{CasProgress, RunReport};
 use crate::cas::copier::CopyState;
@@ -221,6 +221,10 @@ pub(super) async fn run_phases(
         store::set_phase(client, plan.run, Phase::Ready).await?;
         stoppable(wait_for_cutover(client, plan, applier)).await?;
     }
+    let held = stoppable(hold_while_paused(client, plan, applier, progress)).await?;
+    report.throttled_ms = report
+        .throttled_ms
+        .saturating_add(u64::try_from(held.as_millis()).unwrap_or(u64::MAX));
     // The swap checks for a stop between its attempts, never inside its transaction.
     CasError::check_interrupt()?;
     let started = Instant::now();

@@ -5,6 +5,7 @@ use tokio::sync::Mutex;
 use tokio_postgres::Client;
 
 use super::applier_task::ApplierTask;
+use super::CasProgress;
 use crate::cas::applier::Applier;
 use crate::cas::error::CasError;
 use crate::cas::ledger::Ledger;
@@ -28,6 +29,48 @@ pub(super) async fn wait_for_cutover(
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+}
+
+/// How often a run held by an operator's pause reads its record again.
+const PAUSE_POLL: Duration = Duration::from_millis(500);
+
+/// Holds the swap while an operator has the run paused (`pgshift throttle TABLE
+/// --pause`), keeping the shadow in step, until `--resume`; a record that cannot be
+/// read ends the run before the swap (resumable), never lets it swap. Returns how long
+/// it held.
+// INV: OC-5 — an operator's pause holds the swap, not only the work before it.
+pub(super) async fn hold_while_paused(
+    client: &Client,
+    plan: &RunPlan,
+    applier: Option<&ApplierTask>,
+    progress: &mut dyn CasProgress,
+) -> Result<Duration, CasError> {
+    let started = std::time::Instant::now();
+    let mut said = false;
+    loop {
+        if let Some(task) = applier {
+            task.check()?;
+        }
+        if !store::by_id(client, plan.run).await?.throttle_paused {
+            if said {
+                progress.throttled("open", "", millis(started.elapsed()));
+            }
+            return Ok(started.elapsed());
+        }
+        if !said {
+            progress.throttled(
+                "paused",
+                "an operator paused the run: the swap waits for `pgshift throttle TABLE --resume`",
+                0,
+            );
+            said = true;
+        }
+        tokio::time::sleep(PAUSE_POLL).await;
+    }
+}
+
+fn millis(elapsed: Duration) -> u64 {
+    u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Catches up outside the lock (used when the backlog was too large to drain under
