@@ -102,7 +102,7 @@ impl DoBlock {
         let tree = pg_query::parse_plpgsql(&text)
             .map_err(|err| PlpgsqlError(format!("the guard's copy does not compile: {err}")))?;
         let mut checked = 0;
-        if !every_handler_raises_first(&tree, &mut checked) || checked != self.handlers {
+        if !every_handler_raises_first(&tree, marker, &mut checked) || checked != self.handlers {
             return Err(PlpgsqlError(
                 "an exception handler of the guard's copy does not begin with its notice"
                     .to_owned(),
@@ -112,18 +112,23 @@ impl DoBlock {
     }
 }
 
-/// Whether every exception handler of the compiled tree begins with a `RAISE`;
-/// `count` is the number of handlers seen.
-fn every_handler_raises_first(value: &Value, count: &mut usize) -> bool {
+/// Whether every exception handler of the compiled tree begins with the `RAISE` of
+/// the guard's notice (its expression names `marker`); `count` is the number of
+/// handlers seen.
+fn every_handler_raises_first(value: &Value, marker: &str, count: &mut usize) -> bool {
     match value {
-        Value::Array(items) => items.iter().all(|v| every_handler_raises_first(v, count)),
+        Value::Array(items) => items
+            .iter()
+            .all(|v| every_handler_raises_first(v, marker, count)),
         Value::Object(map) => map.iter().all(|(key, inner)| {
             if key == "PLpgSQL_exception" {
                 *count += 1;
-                let first = inner.pointer("/action/0/PLpgSQL_stmt_raise").is_some();
-                first && every_handler_raises_first(inner, count)
+                let first = inner
+                    .pointer("/action/0/PLpgSQL_stmt_raise")
+                    .is_some_and(|raise| raise.to_string().contains(&format!("{marker} handler ")));
+                first && every_handler_raises_first(inner, marker, count)
             } else {
-                every_handler_raises_first(inner, count)
+                every_handler_raises_first(inner, marker, count)
             }
         }),
         _ => true,
