@@ -1,6 +1,7 @@
 //! Procedural code through `plan` and `apply` from the command line: the trace in the
-//! output (text and JSON), the refusal of a data-dependent rewrite on a table with
-//! rows, the escape hatch's exit 3, and a value of it that names nothing.
+//! output (text and JSON), a data-dependent block guarded on a table with rows (PC-3a:
+//! a no-op there exits 0, a would-be rewrite is refused at run time), the escape
+//! hatch's exit 3, and a value of it that names nothing.
 
 mod common;
 
@@ -38,27 +39,65 @@ fn json(stdout: &str) -> serde_json::Value {
     serde_json::from_str(stdout).unwrap_or_else(|e| panic!("one JSON document: {e}\n{stdout}"))
 }
 
+/// Whose path on a table with rows is the rewrite: the empty clone does nothing.
+const REWRITES_WHEN_FULL: &str = "DO $$ BEGIN IF EXISTS (SELECT 1 FROM items) THEN ALTER TABLE items ALTER COLUMN qty TYPE bigint; END IF; END $$";
+
 #[test]
-fn a_data_dependent_rewrite_is_refused_with_the_traced_statements() {
+fn inv_pc_3a_a_data_dependent_block_is_guarded_a_no_op_exits_0_and_a_would_be_rewrite_is_refused() {
     let (cluster, db) = database(SCHEMA);
     let url = cluster.connection_string(&db);
+    let filenode = || {
+        cluster
+            .psql(&db, "SELECT pg_relation_filenode('items')")
+            .expect("readable")
+    };
+    let before = filenode();
+    let run = pgshift(&["plan", "--url", &url, "--sql", DATA_DEPENDENT]);
+    expect(
+        &run,
+        0,
+        &[
+            "READ ONLY",
+            "ALTER TABLE items ALTER COLUMN qty TYPE bigint",
+        ],
+    );
     let run = pgshift(&["apply", "--url", &url, "--sql", DATA_DEPENDENT]);
+    expect(
+        &run,
+        0,
+        &[
+            "traced: line 1: guarded",
+            "guarded procedural code (PC-3a): ran read-only on live, a no-op here",
+        ],
+    );
+    let run = apply_json(&url, &["--sql", DATA_DEPENDENT]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let report = json(&run.stdout);
+    let block = &report["procedural"][0];
+    assert_eq!(block["decision"], "guarded", "{report:#}");
+    assert_eq!(block["rewrites"][0]["table"]["name"], "items", "{block:#}");
+    assert!(
+        run.stdout.contains("ran read-only on live: a no-op here"),
+        "{report:#}"
+    );
+    assert_eq!(filenode(), before, "items was not rewritten");
+
+    let run = pgshift(&["apply", "--url", &url, "--sql", REWRITES_WHEN_FULL]);
     expect(
         &run,
         2,
         &[
             "procedural-blocking",
-            "ALTER TABLE items ALTER COLUMN qty TYPE bigint",
+            "it would have executed: ALTER TABLE items ALTER COLUMN qty TYPE bigint",
         ],
     );
-    let run = apply_json(&url, &["--sql", DATA_DEPENDENT]);
+    let run = apply_json(&url, &["--sql", REWRITES_WHEN_FULL]);
     assert_eq!(run.code, 2, "{}", run.stderr);
     let report = json(&run.stdout);
-    let block = &report["procedural"][0];
-    assert_eq!(block["decision"], "refused", "{report:#}");
-    assert_eq!(block["refusal"]["cause"], "procedural-blocking");
-    assert_eq!(block["rewrites"][0]["table"]["name"], "items", "{block:#}");
-    assert!(block["locks"].as_array().is_some_and(|l| !l.is_empty()));
+    assert_eq!(report["procedural"][0]["decision"], "guarded", "{report:#}");
+    assert_eq!(report["exit_code"], 2);
+    assert!(run.stdout.contains("procedural-blocking"), "{report:#}");
+    assert_eq!(filenode(), before, "nothing of the block was done");
 }
 
 #[test]

@@ -28,12 +28,14 @@ mod ident;
 mod lines;
 mod parse;
 mod plpgsql;
+mod plpgsql_guard;
 
 pub use deparse::{deparse, DeparseError};
 pub use ident::{quote_ident, quote_literal, QualifiedName};
 pub use lines::{LineIndex, Position, Span};
 pub use parse::{parse, ParseError, Statement};
 pub use plpgsql::{is_data_statement, DoBlock, PlpgsqlError};
+pub use plpgsql_guard::GuardNotice;
 
 /// The syntax tree types produced by PostgreSQL's grammar (protobuf form).
 pub use pg_query::protobuf as ast;

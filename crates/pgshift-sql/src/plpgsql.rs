@@ -30,7 +30,7 @@ pub struct PlpgsqlError(pub String);
 
 /// Where the block executes a statement pgshift logs.
 #[derive(Clone, Debug, PartialEq, Eq)]
-enum Site {
+pub(crate) enum Site {
     /// `EXECUTE expr`: the expression's text, on the statement's line.
     Dynamic { line: usize, expr: String },
     /// A statement written in the body that is not a query (DDL).
@@ -40,8 +40,13 @@ enum Site {
 /// A `DO` block in `LANGUAGE plpgsql`, read by PostgreSQL's PL/pgSQL compiler.
 #[derive(Clone, Debug)]
 pub struct DoBlock {
-    body: String,
-    sites: Vec<Site>,
+    pub(crate) body: String,
+    pub(crate) sites: Vec<Site>,
+    /// Static data-changing statements of the body (`INSERT`, `UPDATE`, `DELETE`,
+    /// `MERGE`), which the guard reports too ([`crate::plpgsql_guard`]).
+    pub(crate) writes: Vec<Site>,
+    /// How many exception handlers (`WHEN … THEN`) the body has.
+    pub(crate) handlers: usize,
     /// Every query and expression of the body other than its DDL, as SQL statements.
     pub queries: Vec<String>,
     /// Constructs whose statements cannot be logged, by name (empty when every
@@ -80,6 +85,8 @@ impl DoBlock {
         let mut block = DoBlock {
             body,
             sites: Vec::new(),
+            writes: Vec::new(),
+            handlers: 0,
             queries: Vec::new(),
             opaque: Vec::new(),
         };
@@ -107,6 +114,10 @@ impl DoBlock {
                         }
                         "PLpgSQL_stmt_call" => {
                             self.opaque.push("CALL");
+                            self.walk(inner);
+                        }
+                        "PLpgSQL_exception" => {
+                            self.handlers += 1;
                             self.walk(inner);
                         }
                         "PLpgSQL_stmt_commit" | "PLpgSQL_stmt_rollback" => {
@@ -138,6 +149,12 @@ impl DoBlock {
             Err(_) => true,
         };
         if is_query {
+            if writes(sql) {
+                self.writes.push(Site::Static {
+                    line,
+                    sql: sql.to_owned(),
+                });
+            }
             self.queries.push(sql.to_owned());
         } else {
             self.sites.push(Site::Static {
@@ -186,48 +203,59 @@ impl DoBlock {
     /// `text` argument returning it, called before the statement runs), as a new `DO`
     /// statement.
     pub fn instrument(&self, log_function: &str) -> Result<String, PlpgsqlError> {
-        let line_starts: Vec<usize> = std::iter::once(0)
-            .chain(self.body.match_indices('\n').map(|(i, _)| i + 1))
-            .collect();
-        // (offset, bytes replaced, replacement), applied from the end.
-        let mut edits: Vec<(usize, usize, String)> = Vec::new();
+        let mut edits: Vec<Edit> = Vec::new();
         for site in &self.sites {
-            let (line, needle) = match site {
-                Site::Dynamic { line, expr } => (*line, expr),
-                Site::Static { line, sql } => (*line, sql),
-            };
-            let from = line
-                .checked_sub(1)
-                .and_then(|l| line_starts.get(l))
-                .copied()
-                .ok_or_else(|| PlpgsqlError(format!("line {line} is not in the body")))?;
-            let found = self.body[from..]
-                .find(needle.as_str())
-                .map(|at| at + from)
-                .ok_or_else(|| {
-                    PlpgsqlError(format!("the statement on body line {line} was not found"))
-                })?;
+            let found = self.locate(site)?;
             match site {
-                Site::Dynamic { .. } => {
-                    let before = self.body[..found].trim_end();
-                    if !before.to_ascii_uppercase().ends_with("EXECUTE") {
-                        return Err(PlpgsqlError(format!(
-                            "the EXECUTE on body line {line} was not found"
-                        )));
-                    }
-                    edits.push((
-                        found,
-                        needle.len(),
-                        format!("{log_function}(({needle})::text)"),
-                    ));
+                Site::Dynamic { expr, .. } => {
+                    edits.push((found, expr.len(), format!("{log_function}(({expr})::text)")))
                 }
-                Site::Static { .. } => edits.push((
+                Site::Static { sql, .. } => edits.push((
                     found,
                     0,
-                    format!("PERFORM {log_function}({}); ", quote_literal(needle)),
+                    format!("PERFORM {log_function}({}); ", quote_literal(sql)),
                 )),
             }
         }
+        Ok(self.edited(edits))
+    }
+
+    /// The offset in the body of a site's text (the `EXECUTE`'s expression, or the
+    /// static statement), found from its line; for an `EXECUTE`, the keyword must
+    /// come right before it.
+    pub(crate) fn locate(&self, site: &Site) -> Result<usize, PlpgsqlError> {
+        let (line, needle) = match site {
+            Site::Dynamic { line, expr } => (*line, expr),
+            Site::Static { line, sql } => (*line, sql),
+        };
+        let from = line
+            .checked_sub(1)
+            .and_then(|l| {
+                std::iter::once(0)
+                    .chain(self.body.match_indices('\n').map(|(i, _)| i + 1))
+                    .nth(l)
+            })
+            .ok_or_else(|| PlpgsqlError(format!("line {line} is not in the body")))?;
+        let found = self.body[from..]
+            .find(needle.as_str())
+            .map(|at| at + from)
+            .ok_or_else(|| {
+                PlpgsqlError(format!("the statement on body line {line} was not found"))
+            })?;
+        if let Site::Dynamic { .. } = site {
+            let before = self.body[..found].trim_end();
+            if !before.to_ascii_uppercase().ends_with("EXECUTE") {
+                return Err(PlpgsqlError(format!(
+                    "the EXECUTE on body line {line} was not found"
+                )));
+            }
+        }
+        Ok(found)
+    }
+
+    /// The body with `edits` applied (from the end), as a new `DO` statement whose
+    /// dollar quote does not occur in it.
+    pub(crate) fn edited(&self, mut edits: Vec<Edit>) -> String {
         edits.sort_by_key(|edit| std::cmp::Reverse(edit.0));
         let mut body = self.body.clone();
         for (at, len, replacement) in edits {
@@ -237,11 +265,29 @@ impl DoBlock {
         while body.contains(&format!("${tag}$")) {
             tag.push('x');
         }
-        Ok(format!("DO LANGUAGE plpgsql ${tag}${body}${tag}$"))
+        format!("DO LANGUAGE plpgsql ${tag}${body}${tag}$")
     }
 }
 
-fn line_of(stmt: &Value) -> usize {
+/// An edit of a body: offset, bytes replaced, replacement.
+pub(crate) type Edit = (usize, usize, String);
+
+/// Whether a statement of the body changes table data.
+fn writes(sql: &str) -> bool {
+    parse(sql).is_ok_and(|parsed| {
+        parsed.iter().any(|s| {
+            matches!(
+                s.node,
+                NodeEnum::InsertStmt(_)
+                    | NodeEnum::UpdateStmt(_)
+                    | NodeEnum::DeleteStmt(_)
+                    | NodeEnum::MergeStmt(_)
+            )
+        })
+    })
+}
+
+pub(crate) fn line_of(stmt: &Value) -> usize {
     stmt.get("lineno")
         .and_then(Value::as_u64)
         .and_then(|l| usize::try_from(l).ok())

@@ -25,6 +25,7 @@ use crate::exec::judge::{judge, JudgeError};
 use crate::exec::schedule::{Schedule, ScheduleOptions, Scheduled};
 use crate::lock::{ObjectClass, ObjectRef};
 use crate::procedural::{ProceduralError, ProceduralOptions, ProceduralVerdict};
+use crate::refusal::{Refusal, RefusalCause};
 use crate::route::Route;
 use crate::script::{analyze, transaction_mode_for, Knowledge, Script, TransactionMode};
 use pgshift_sql::{QualifiedName, Statement};
@@ -153,7 +154,8 @@ pub async fn plan_with(
             created_earlier: Some(&created_in_run),
         };
         let mut script = analyze(input.statements, mode, knowledge);
-        by_trace(&mut script, &verdicts);
+        let mut verdicts = verdicts;
+        by_trace(&mut script, &mut verdicts);
         for item in &script.statements {
             created_in_run.extend(item.classification.created_relations().cloned());
         }
@@ -181,8 +183,12 @@ pub async fn plan_with(
 
 /// Gives each procedural statement the route its trace decided (the trace wins over
 /// the static classification), and each expanded statement the block it comes from.
-fn by_trace(script: &mut Script, verdicts: &[ProceduralVerdict]) {
-    for verdict in verdicts {
+fn by_trace(script: &mut Script, verdicts: &mut [ProceduralVerdict]) {
+    for verdict in verdicts.iter_mut() {
+        if verdict.decision == "guarded" {
+            not_guarded_in_a_block(script, verdict);
+        }
+        let verdict = &*verdict;
         let traced = traced_summary(verdict);
         for &index in &verdict.statements {
             let Some(item) = script.statements.get_mut(index) else {
@@ -208,6 +214,11 @@ fn by_trace(script: &mut Script, verdicts: &[ProceduralVerdict]) {
                 decision => {
                     c.route = Route::Native;
                     stated_from_trace(c, verdict);
+                    if let Some(guard) = &verdict.guard {
+                        c.effects.push(crate::classify::Effect::RunsGuarded {
+                            guard: guard.clone(),
+                        });
+                    }
                     c.effects.push(crate::classify::Effect::RunsProcedural {
                         accepted: decision == "accepted",
                     });
@@ -216,6 +227,33 @@ fn by_trace(script: &mut Script, verdicts: &[ProceduralVerdict]) {
             }
         }
     }
+}
+
+/// A guarded block (PC-3a) runs in a read-only transaction of its own, so one inside
+/// an explicit `BEGIN … COMMIT` is refused as PC-3 refuses it.
+fn not_guarded_in_a_block(script: &Script, verdict: &mut ProceduralVerdict) {
+    let in_block = verdict.statements.iter().any(|&index| {
+        script
+            .statements
+            .get(index)
+            .and_then(|item| item.transaction)
+            .and_then(|t| script.transactions.get(t))
+            .is_some_and(|t| t.explicit)
+    });
+    if !in_block {
+        return;
+    }
+    let Some(guard) = verdict.guard.take() else {
+        return;
+    };
+    let message = format!(
+        "{}; it is not guarded (run read-only on live first) because it is inside an explicit transaction block, and the guard needs a transaction of its own",
+        guard.otherwise
+    );
+    let refusal = Refusal::new(RefusalCause::ProceduralBlocking, message);
+    verdict.decision = "refused";
+    verdict.why = refusal.message.clone();
+    verdict.refusal = Some(refusal);
 }
 
 /// Adds the locks the trace saw on relations that existed before the statement to the

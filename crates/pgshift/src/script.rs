@@ -302,6 +302,7 @@ fn apply_effects(walk: &mut Walk, item: &mut AnalyzedStatement, index: usize) {
             }
             Effect::SetStatementTimeout { .. }
             | Effect::RunsProcedural { .. }
+            | Effect::RunsGuarded { .. }
             | Effect::DefinesFunction { .. }
             | Effect::CreatesTrigger { .. }
             | Effect::SetsTriggerState { .. } => {}

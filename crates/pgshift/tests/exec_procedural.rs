@@ -4,7 +4,7 @@
 //! format(…)`, from the expression it reads out of `pg_attrdef`) runs online through
 //! copy-and-swap via `apply` and `migrate`, and ends as a native run of the same block
 //! on a `TEMPLATE` clone ends; a catalog-only block runs natively; a data-dependent
-//! rewrite is refused on a table with rows and applies on an empty one; the escape
+//! rewrite is guarded (PC-3a) on a table with rows and applies on an empty one; the escape
 //! hatch is reported. Every test checks that the clone is gone afterwards.
 
 mod common;
@@ -274,27 +274,26 @@ const DATA_DEPENDENT: &str = "DO $$ BEGIN
 END $$;";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn inv_pc_3_a_data_dependent_rewrite_is_refused_on_a_table_with_rows_and_applies_on_an_empty_one(
+async fn inv_pc_3_a_data_dependent_rewrite_is_guarded_on_a_table_with_rows_and_applies_on_an_empty_one(
 ) {
     let _one = CLONES.lock().await;
     let schema = "CREATE TABLE items (id bigint PRIMARY KEY, qty int)";
     let full = with_rows("proc_rows", schema);
     let dirs = cluster_dirs();
     let (plan, verdict) = traced_apply(&full, DATA_DEPENDENT, &[]).await;
-    assert_eq!(cluster_dirs(), dirs, "the clone is removed after a refusal");
+    assert_eq!(cluster_dirs(), dirs, "the clone is removed");
     let block = &plan.files[0].procedural[0];
-    assert_eq!(block.decision, "refused", "{block:#?}");
-    let refusal = block.refusal.as_ref().expect("refusal");
-    assert_eq!(refusal.cause, RefusalCause::ProceduralBlocking);
+    // PC-3 alone would refuse it; PC-3a runs it read-only on live first, where it
+    // executes nothing (tests/exec_procedural_guard.rs has the other outcomes).
+    assert_eq!(block.decision, "guarded", "{block:#?}");
     assert!(
-        refusal
-            .message
-            .contains("ALTER TABLE items ALTER COLUMN qty TYPE bigint")
-            && refusal.message.contains("items"),
-        "the traced statements are in the message: {}",
-        refusal.message
+        block
+            .why
+            .contains("ALTER TABLE items ALTER COLUMN qty TYPE bigint"),
+        "the traced statements are in the reasons: {}",
+        block.why
     );
-    assert_eq!(verdict.outcome, Outcome::Refused, "{verdict:#?}");
+    assert_eq!(verdict.outcome, Outcome::Done, "{verdict:#?}");
     assert_eq!(
         value(&full, "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'items'::regclass AND attname = 'qty'"),
         "integer",

@@ -92,6 +92,8 @@ pub fn apply(report: &ApplyReport, script: &Script) -> String {
                             (true, true) =>
                                 "; procedural code run as written, accepted with --allow-procedural",
                             (true, false) => "; BLOCKING form, accepted with --allow-blocking",
+                            _ if r.guarded.is_some() =>
+                                "; guarded procedural code (PC-3a): ran read-only on live, a no-op here",
                             _ => "",
                         }
                     );

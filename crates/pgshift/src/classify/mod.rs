@@ -368,6 +368,12 @@ pub enum Effect {
         /// reported as accepted, exit 3).
         accepted: bool,
     },
+    /// Procedural code that runs first read-only on live, as its guard's copy
+    /// (PC-3a, `crate::procedural`).
+    RunsGuarded {
+        /// The copy and its marker.
+        guard: crate::procedural::Guard,
+    },
     /// Creates a relation that nobody else can be using yet.
     Creates {
         /// The new relation.

@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio_postgres::{Client, Connection, NoTls, Socket};
+use tokio_postgres::{AsyncMessage, Client, Connection, NoTls, Socket};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::budgets::SessionBudgets;
@@ -126,14 +126,25 @@ fn driver_config(
     config
 }
 
-/// Runs the connection in its own task; it ends when the client is dropped.
-fn spawn_connection<T>((client, connection): (Client, Connection<Socket, T>)) -> Client
+/// Runs the connection in its own task; it ends when the client is dropped. Notices
+/// go to [`super::notices::deliver`].
+fn spawn_connection<T>((client, mut connection): (Client, Connection<Socket, T>)) -> Client
 where
     T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     tokio::spawn(async move {
-        if let Err(error) = connection.await {
-            tracing::warn!(error = %error, "postgres connection ended with an error");
+        loop {
+            match std::future::poll_fn(|cx| connection.poll_message(cx)).await {
+                Some(Ok(AsyncMessage::Notice(notice))) => {
+                    super::notices::deliver(notice.message());
+                }
+                Some(Ok(_)) => {}
+                Some(Err(error)) => {
+                    tracing::warn!(error = %error, "postgres connection ended with an error");
+                    break;
+                }
+                None => break,
+            }
         }
     });
     client

@@ -121,6 +121,7 @@ pub async fn run_cas_unit(
         step_us: vec![elapsed_us],
         cleanups: Vec::new(),
         lock_wait_us_observed: None,
+        guarded: None,
     };
     (report, cas_report)
 }

@@ -14,6 +14,9 @@ pub enum Failure {
     /// The connection is gone: whether the last statement committed is unknown until
     /// the catalog is read again.
     ConnectionLost,
+    /// A guarded block (PC-3a) would have changed the database when run read-only on
+    /// live; nothing of it was done. The words say what it would have executed.
+    GuardWouldChange(String),
     /// Any other error, with its SQLSTATE when the server sent one.
     Other {
         /// The SQLSTATE.
@@ -62,6 +65,7 @@ impl Failure {
             Failure::Deadlock => "deadlock",
             Failure::StatementTimeout => "statement-timeout",
             Failure::ConnectionLost => "connection-lost",
+            Failure::GuardWouldChange(_) => "guard-would-change",
             Failure::Other { .. } => "error",
         }
     }
@@ -77,6 +81,7 @@ impl Failure {
                 "statement_timeout expired while working (57014)".to_owned()
             }
             Failure::ConnectionLost => "the connection was lost".to_owned(),
+            Failure::GuardWouldChange(words) => words.clone(),
             Failure::Other { sqlstate, message } => match sqlstate {
                 Some(code) => format!("{message} ({code})"),
                 None => message.clone(),

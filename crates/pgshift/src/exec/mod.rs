@@ -13,6 +13,7 @@ pub mod budgets;
 pub mod cas_locks;
 pub mod cas_unit;
 pub mod errors;
+mod guarded;
 pub mod index_guard;
 pub mod interrupt;
 pub mod jitter;

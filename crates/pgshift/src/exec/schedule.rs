@@ -255,6 +255,7 @@ fn schedule_block(
                         .iter()
                         .any(|&i| accepted_procedural(&script.statements[i].classification)),
                     copy_and_swap: None,
+                    guard: None,
                 },
             });
         }
@@ -362,6 +363,7 @@ fn schedule_statement(
                 statements: vec![index],
                 accepted_blocking: accepted_procedural(c),
                 copy_and_swap: None,
+                guard: guarded(c),
             },
         }),
         Route::NativeSequence { steps } => {
@@ -373,6 +375,7 @@ fn schedule_statement(
                         statements: vec![index],
                         accepted_blocking: false,
                         copy_and_swap: None,
+                        guard: None,
                     },
                 });
             }
@@ -388,6 +391,7 @@ fn schedule_statement(
                         statements: vec![index],
                         accepted_blocking: false,
                         copy_and_swap: Some(lock.relation.clone()),
+                        guard: None,
                     },
                 });
             } else {
@@ -447,8 +451,17 @@ fn blocking_form(item: &AnalyzedStatement, index: usize) -> Scheduled {
             statements: vec![index],
             accepted_blocking: true,
             copy_and_swap: None,
+            guard: None,
         },
     }
+}
+
+/// The guard's copy, when the statement is procedural code guarded by PC-3a.
+fn guarded(c: &Classification) -> Option<crate::procedural::Guard> {
+    c.effects.iter().find_map(|e| match e {
+        Effect::RunsGuarded { guard } => Some(guard.clone()),
+        _ => None,
+    })
 }
 
 /// Whether the statement is procedural code the operator named with

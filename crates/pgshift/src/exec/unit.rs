@@ -36,6 +36,10 @@ pub struct Unit {
     /// copy-and-swap (`pgshift::cas`), not as written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub copy_and_swap: Option<QualifiedName>,
+    /// When set, the unit's one step is a `DO` block guarded by PC-3a: this copy of it
+    /// runs read-only on live instead ([`super::guarded`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guard: Option<crate::procedural::Guard>,
 }
 
 impl Unit {
@@ -93,6 +97,10 @@ pub struct UnitReport {
     /// every 5 ms from a second session (when one was available and the unit takes a
     /// lock that blocks writes).
     pub lock_wait_us_observed: Option<u64>,
+    /// For a unit guarded by PC-3a that is done: what its read-only run on live found
+    /// (`ran read-only on live: a no-op here`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guarded: Option<String>,
 }
 
 /// Sleeps; injected so tests can run retries without real time.
@@ -148,6 +156,7 @@ pub async fn run_unit(
         step_us: Vec::new(),
         cleanups: Vec::new(),
         lock_wait_us_observed: None,
+        guarded: None,
     };
     let statement_timeout = budgets.statement_timeout_for(unit.work());
     let lock_timeout = budgets.lock_timeout_for(unit.strongest_lock());
@@ -157,7 +166,18 @@ pub async fn run_unit(
             None => None,
         };
         let started = Instant::now();
-        let result = if unit.transactional {
+        let result = if let Some(guarded) = &unit.guard {
+            let settings = settings(true, lock_timeout, statement_timeout, search_path);
+            super::guarded::attempt_guarded(client, guarded, &settings, bookkeeping)
+                .await
+                .map(|()| {
+                    report.guarded = Some(crate::procedural::GuardOutcome::NoOp.describe());
+                    Timing {
+                        strong_lock_held_us: None,
+                        step_us: vec![micros(started.elapsed())],
+                    }
+                })
+        } else if unit.transactional {
             attempt_in_transaction(
                 client,
                 unit,

@@ -31,11 +31,11 @@ pub fn refusal_page(cause: RefusalCause) -> Page {
         ),
         RefusalCause::ProceduralBlocking => page(
             "Procedural code whose traced DDL takes a lock that blocks writes (or rewrites) on a table with rows, and that pgshift cannot expand into statements it routes.",
-            "Traced on a clone, the code took a lock that blocks writes (or rewrote a table) on tables that hold rows in the target; and either its control flow depends on table data (the clone has none, so the target may take another path), or its statements could not all be logged (a function it calls runs DDL, `EXECUTE … USING`), or its statements on one table cannot be combined. pgshift cannot route what it does, and running it as written could hold that lock for the whole rewrite or build.",
+            "Traced on a clone, the code took a lock that blocks writes (or rewrote a table) on tables that hold rows in the target; and either its control flow depends on table data (the clone has none, so the target may take another path), or its statements could not all be logged (a function it calls runs DDL, `EXECUTE … USING`), or its statements on one table cannot be combined. pgshift cannot route what it does, and running it as written could hold that lock for the whole rewrite or build. A logged `DO` block is first run read-only on the target (guarded, PC-3a): this refusal then comes at run time, when that run would have executed a statement (listed in the message) or one of its handlers caught the read-only error, and nothing of it was done.",
             "A rewrite or build under ACCESS EXCLUSIVE or SHARE on a table with rows blocks every writer for as long as it takes.",
             "Write the statements it ran on the clone (listed in the message) as plain SQL in the migration, so each runs by its online route; or, to run it as written anyway (reported as accepted, exit 3), pass --allow-procedural FILE:LINE.",
             "",
-            "pgshift runs procedural code natively only where its trace and the target bound it (weak or brief locks, or the tables it locks strongly are empty), and expands code whose control flow reads only the catalog.",
+            "pgshift runs procedural code natively only where its trace and the target bound it (weak or brief locks, or the tables it locks strongly are empty), and expands code whose control flow reads only the catalog; a guarded block is done only when its read-only run on the target executed nothing.",
         ),
         RefusalCause::ProceduralSchemaChanged => page(
             "The target's schema changed while procedural code was traced on a clone of it.",

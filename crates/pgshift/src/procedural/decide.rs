@@ -8,6 +8,8 @@ use crate::lock::LockMode;
 use crate::refusal::{Refusal, RefusalCause};
 use crate::trace::{Outcome, StatementTrace, TracedLock};
 
+use super::guard::Guard;
+
 /// How a procedural statement runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Decision {
@@ -19,6 +21,14 @@ pub enum Decision {
     Expanded(Vec<String>),
     /// As written, because the operator named it (`--allow-procedural`).
     Accepted,
+    /// First read-only on live, as its guard's copy (PC-3a): done when that changes
+    /// nothing, refused with `refusal`'s cause otherwise.
+    Guarded {
+        /// The instrumented copy and its marker.
+        guard: Guard,
+        /// What PC-3 alone would refuse it with.
+        refusal: Refusal,
+    },
     /// Not at all.
     Refused(Refusal),
 }
@@ -35,6 +45,11 @@ pub struct Facts {
     /// Tables (of those it locks strongly or rewrites) that hold rows in the live
     /// database.
     pub populated: Vec<QualifiedName>,
+    /// Of the tables the block's control flow reads, those that hold rows in the live
+    /// database (its path there may differ from the clone's).
+    pub reads_populated: Vec<QualifiedName>,
+    /// The guard's copy of the block (PC-3a), when one could be made.
+    pub guard: Option<Guard>,
 }
 
 /// Pre-existing user tables the trace locked in a mode that blocks writes, or
@@ -120,6 +135,25 @@ pub fn decide(trace: &StatementTrace, facts: &Facts, accepted: bool) -> Decision
         }
     }
     let heavy = heavy_tables(trace);
+    // INV: PC-3a — a block whose control flow reads rows here may take a path the clone did not.
+    if heavy.is_empty() && !facts.reads_populated.is_empty() && facts.not_logged.is_none() {
+        if let Some(guard) = &facts.guard {
+            let refusal = Refusal::new(
+                RefusalCause::ProceduralBlocking,
+                format!(
+                    "traced on a clone, this procedural code executed nothing that blocks writes, but its control flow reads {} which hold rows here, so on the target it may execute statements it did not execute on the clone (whose tables are empty)",
+                    names(&facts.reads_populated).join(", ")
+                ),
+            );
+            return Decision::Guarded {
+                guard: Guard {
+                    otherwise: refusal.message.clone(),
+                    ..guard.clone()
+                },
+                refusal,
+            };
+        }
+    }
     // INV: PC-1 — weak locks only, or brief catalog-only DDL: the usual budgets bound it.
     if heavy.is_empty() || catalog_only(trace) {
         return Decision::Native;
@@ -169,7 +203,18 @@ pub fn decide(trace: &StatementTrace, facts: &Facts, accepted: bool) -> Decision
     } else {
         expandable.unwrap_or_default()
     };
-    Decision::Refused(blocking_refusal(trace, facts, &why))
+    let refusal = blocking_refusal(trace, facts, &why);
+    // INV: PC-3a — a logged block PC-3 would refuse runs read-only on live first.
+    match (&facts.guard, &facts.not_logged) {
+        (Some(guard), None) => Decision::Guarded {
+            guard: Guard {
+                otherwise: refusal.message.clone(),
+                ..guard.clone()
+            },
+            refusal,
+        },
+        _ => Decision::Refused(refusal),
+    }
 }
 
 /// Commands that change only the catalog, whatever the table holds, so that their

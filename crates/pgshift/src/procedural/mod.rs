@@ -16,9 +16,11 @@
 
 mod combine;
 mod decide;
+mod guard;
 mod live;
 
 pub use decide::{catalog_only, decide, heavy_tables, user_relations_read, Decision, Facts};
+pub use guard::{judge as judge_guarded, Guard, GuardOutcome, READ_ONLY_SQLSTATE};
 
 use serde::Serialize;
 
@@ -178,7 +180,8 @@ pub struct ProceduralVerdict {
     pub line: u32,
     /// Its text.
     pub sql: String,
-    /// `native`, `expanded`, `accepted` (`--allow-procedural`) or `refused`.
+    /// `native`, `expanded`, `accepted` (`--allow-procedural`), `guarded` (PC-3a:
+    /// read-only on live first) or `refused`.
     pub decision: &'static str,
     /// Why, in words.
     pub why: String,
@@ -208,6 +211,9 @@ pub struct ProceduralVerdict {
     /// Why its executed statements were not logged, when they were not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub not_logged: Option<String>,
+    /// When guarded: the copy that runs read-only on live, and its marker.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guard: Option<Guard>,
 }
 
 /// The inputs with expansions in place, and the verdicts per file (same order).
@@ -314,10 +320,24 @@ pub async fn prepare(
             let populated = live::populated(client, &heavy_tables(traced))
                 .await
                 .map_err(live)?;
+            let reads_populated = match &not_logged {
+                None => live::populated(client, &on_path(&body_reads, session))
+                    .await
+                    .map_err(live)?,
+                Some(_) => Vec::new(),
+            };
+            let guard = match &not_logged {
+                None if !populated.is_empty() || !reads_populated.is_empty() => {
+                    Guard::of(&statement).ok()
+                }
+                _ => None,
+            };
             let facts = Facts {
                 body_reads,
                 not_logged,
                 populated,
+                reads_populated,
+                guard,
             };
             let accepted = options
                 .allow
@@ -370,6 +390,27 @@ pub async fn prepare(
     Ok(prepared)
 }
 
+/// Each bare name of `names` in every schema of the user's `search_path` (pgshift's
+/// own session resolves names in `pg_catalog` only), qualified names as they are: a
+/// name found with rows in any of them counts as holding rows.
+fn on_path(names: &[QualifiedName], session: &Session) -> Vec<QualifiedName> {
+    let mut out = Vec::new();
+    for name in names {
+        if name.schema.is_some() {
+            out.push(name.clone());
+            continue;
+        }
+        for schema in session.user_search_path() {
+            let schema = match schema.as_str() {
+                "$user" => session.current_user(),
+                other => other,
+            };
+            out.push(QualifiedName::qualified(schema, name.name.clone()));
+        }
+    }
+    out
+}
+
 fn verdict(
     statement: &Statement,
     traced: &StatementTrace,
@@ -401,12 +442,25 @@ fn verdict(
             None,
             Vec::new(),
         ),
+        Decision::Guarded { refusal, .. } => (
+            "guarded",
+            format!(
+                "traced: {}; so it runs first on live in a READ ONLY transaction, as a copy that reports every statement it executes and every exception handler it enters: if it executes nothing there, it changes nothing here and is done; otherwise nothing of it is done and it is refused (procedural-blocking)",
+                refusal.message.trim_start_matches("traced on a clone, ")
+            ),
+            None,
+            Vec::new(),
+        ),
         Decision::Refused(refusal) => (
             "refused",
             refusal.message.clone(),
             Some(refusal.clone()),
             Vec::new(),
         ),
+    };
+    let guard = match decision {
+        Decision::Guarded { guard, .. } => Some(guard.clone()),
+        _ => None,
     };
     ProceduralVerdict {
         line: statement.position.line,
@@ -423,5 +477,6 @@ fn verdict(
         reads: facts.body_reads.clone(),
         populated: facts.populated.clone(),
         not_logged: facts.not_logged.clone(),
+        guard,
     }
 }
