@@ -596,7 +596,7 @@ fn count(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::results::tests::sample;
+    use crate::bench::results::sample::sample;
 
     #[test]
     fn the_section_states_command_machine_version_and_every_target() {
