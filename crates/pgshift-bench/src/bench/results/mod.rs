@@ -7,7 +7,8 @@
 //! * this module: the run as a whole (machine, server, sizes, settings);
 //! * [`engine_run`]: a pgshift run as the benchmark saw it;
 //! * [`tables`]: P1, P2 and P6 (plain tables); [`relay`]: P3, P4 and P7 (the
-//!   relay under load); [`capture`]: P5;
+//!   relay under load); [`throttle`]: the throttle's decisions during a run;
+//!   [`capture`]: P5;
 //! * [`targets`]: a target's verdict and its words; [`evaluate`]: the targets
 //!   judged from the figures.
 
@@ -19,6 +20,7 @@ pub mod evaluate;
 pub mod relay;
 pub mod tables;
 pub mod targets;
+pub mod throttle;
 
 #[cfg(test)]
 pub(crate) mod sample;
@@ -29,6 +31,7 @@ pub use evaluate::{evaluate, limits};
 pub use relay::{LoadFigures, LockHold, OracleFigures, PhaseBacklog, RelayRun, P3, P4, P7};
 pub use tables::{RssSample, P1, P2, P6};
 pub use targets::{with_unit, Direction, TargetResult};
+pub use throttle::{ThrottleFigures, ThrottleSpan};
 
 /// The version of this JSON shape. Bump it when a field changes meaning or
 /// goes away.
@@ -60,8 +63,12 @@ pub struct BenchResults {
     pub sizes: Sizes,
     /// The options every pgshift run used.
     pub engine: EngineSettings,
-    /// P1, when measured.
+    /// P1 at the standard size, when measured.
     pub p1: Option<P1>,
+    /// P1 at the larger size (`--p1-large-rows`), when measured: the size the P1
+    /// targets are held at.
+    #[serde(default)]
+    pub p1_large: Option<P1>,
     /// P2, when measured.
     pub p2: Option<P2>,
     /// P3, when measured.
@@ -122,6 +129,10 @@ pub struct Sizes {
     pub quick: bool,
     /// Rows of each P1/P2 table.
     pub rows: u64,
+    /// Rows of each table of P1's larger size (0: not run; absent in results
+    /// written before).
+    #[serde(default)]
+    pub p1_large_rows: u64,
     /// Rows of the small P6 table.
     pub small_rows: u64,
     /// Seed rows per partition of the relay's `events` (8 partitions).

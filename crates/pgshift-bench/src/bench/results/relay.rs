@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::EngineRun;
+use super::{EngineRun, ThrottleFigures};
 use crate::chart::PhaseMark;
 use crate::stats::{SecondPoint, SteadyState, WindowStats};
 
@@ -101,6 +101,10 @@ pub struct RelayRun {
     pub series: Vec<SecondPoint>,
     /// The chart's file name.
     pub chart: String,
+    /// The throttle's limits and decisions (pgshift runs; absent in results
+    /// written before).
+    #[serde(default)]
+    pub throttle: Option<ThrottleFigures>,
 }
 
 /// P3: writers during a blocking ALTER and during pgshift.
@@ -120,6 +124,42 @@ pub struct P3 {
     pub pgshift_p99_ratio: f64,
     /// blocking: p99 during / p99 before.
     pub blocking_p99_ratio: f64,
+    /// The pgshift run with the stricter throttle setting, when measured.
+    #[serde(default)]
+    pub strict: Option<RelayRun>,
+    /// The strict run: p99 during / p99 before.
+    #[serde(default)]
+    pub strict_p99_ratio: Option<f64>,
+    /// The pgshift run with every throttle limit off, under the same load: the
+    /// copy time the throttled runs' slowdowns are measured against.
+    #[serde(default)]
+    pub unthrottled: Option<RelayRun>,
+}
+
+impl P3 {
+    /// The pgshift runs, in the order they are reported: default throttle, strict,
+    /// unthrottled (those measured).
+    pub fn pgshift_runs(&self) -> Vec<&RelayRun> {
+        std::iter::once(&self.pgshift)
+            .chain(self.strict.as_ref())
+            .chain(self.unthrottled.as_ref())
+            .collect()
+    }
+
+    /// The copy's slowdown of `run`: its copy phase over the unthrottled run's,
+    /// when both copied.
+    pub fn copy_slowdown(&self, run: &RelayRun) -> Option<f64> {
+        let base = self.unthrottled.as_ref()?.copying_ms()?;
+        let copying = run.copying_ms()?;
+        (base > 0).then(|| copying as f64 / base as f64)
+    }
+}
+
+impl RelayRun {
+    /// The engine's copy phase, ms, when the run copied.
+    pub fn copying_ms(&self) -> Option<u64> {
+        self.engine.as_ref()?.phase_ms("copying")
+    }
 }
 
 /// One swap's ACCESS EXCLUSIVE hold.

@@ -63,7 +63,39 @@ pub(crate) fn relay_run(label: &str) -> RelayRun {
         backlog: vec![(11.0, 10), (12.0, 30)],
         series: Vec::new(),
         chart: "p3-pgshift.svg".to_owned(),
+        throttle: Some(ThrottleFigures {
+            limits: "writer p99 ≤ 50 ms, replica lag ≤ 10000 ms, WAL rate off".to_owned(),
+            max_writer_p99_ms: Some(50),
+            decisions: 4,
+            paused_ms: 0,
+            probe_p99_max_ms: Some(3.5),
+            spans: Vec::new(),
+        }),
     }
+}
+
+/// A pgshift run under load with a copy phase of `copying_ms`, throttled by the
+/// writer p99 limit `limit_ms` (`None`: every limit off) during `spans`.
+pub(crate) fn throttled_run(
+    label: &str,
+    copying_ms: u64,
+    limit_ms: Option<u64>,
+    spans: Vec<ThrottleSpan>,
+) -> RelayRun {
+    let mut run = relay_run(label);
+    if let Some(engine) = run.engine.as_mut() {
+        engine.phases_ms = vec![("copying".to_owned(), copying_ms)];
+    }
+    run.during = window(10, 30, 5_000);
+    run.throttle = Some(ThrottleFigures {
+        limits: format!("writer p99 limit {limit_ms:?}"),
+        max_writer_p99_ms: limit_ms,
+        decisions: spans.len() * 2 + 1,
+        paused_ms: 0,
+        probe_p99_max_ms: Some(6.0),
+        spans,
+    });
+    run
 }
 
 /// A complete result with plausible figures.
@@ -108,6 +140,7 @@ pub(crate) fn sample() -> BenchResults {
         sizes: Sizes {
             quick: false,
             rows: 2_000_000,
+            p1_large_rows: 0,
             small_rows: 200_000,
             relay_rows_per_partition: 50_000,
             relay_rate: 200.0,
@@ -135,6 +168,7 @@ pub(crate) fn sample() -> BenchResults {
             pgshift: engine.clone(),
             ratio: 2.6,
         }),
+        p1_large: None,
         p2: Some(P2 {
             statement: "VACUUM FULL p2".to_owned(),
             pg_repack_command: "pg_repack --table=public.p2".to_owned(),
@@ -163,6 +197,25 @@ pub(crate) fn sample() -> BenchResults {
             pgshift: relay_run("pgshift copy-and-swap"),
             pgshift_p99_ratio: 2.25,
             blocking_p99_ratio: 2_000.0,
+            strict: Some(throttled_run(
+                "pgshift, stricter throttle",
+                18_000,
+                Some(5),
+                vec![ThrottleSpan {
+                    pace: "paused".to_owned(),
+                    signal: "writer p99 (probe)".to_owned(),
+                    reason: "writer p99 (probe) 6 ms (limit 5 ms)".to_owned(),
+                    start_s: 12.0,
+                    end_s: 14.5,
+                }],
+            )),
+            strict_p99_ratio: Some(1.25),
+            unthrottled: Some(throttled_run(
+                "pgshift, throttle off",
+                12_000,
+                None,
+                Vec::new(),
+            )),
         }),
         p4: Some(P4 {
             holds: vec![LockHold {
