@@ -392,6 +392,9 @@ impl CasProgress for PhaseClock {
     fn note(&mut self, text: &str) {
         eprintln!("           engine: {text}");
     }
+    fn throttled(&mut self, pace: &str, why: &str, paused_ms: u64) {
+        eprintln!("           engine: throttle {pace} {why} (paused {paused_ms} ms so far)");
+    }
 }
 
 /// How often the backlog is sampled.
@@ -567,6 +570,23 @@ async fn change_under_load(bench: &mut Bench, plan: &Plan<'_>) -> BenchResult<Re
     ))
 }
 
+/// The throttle's state of the newest run on `events`, as `status` shows it.
+async fn throttle_state(conninfo: &str) -> String {
+    let Ok(client) = connect(conninfo).await else {
+        return "unknown (cannot connect)".to_owned();
+    };
+    client
+        .query_opt(
+            "SELECT coalesce(throttle, '') FROM pgshift.runs WHERE source_name = 'events' \
+             ORDER BY id DESC LIMIT 1",
+            &[],
+        )
+        .await
+        .ok()
+        .flatten()
+        .map_or("unknown (no run recorded)".to_owned(), |row| row.get(0))
+}
+
 /// Now, milliseconds since the Unix epoch (the clock of the throttle's decisions).
 fn unix_ms() -> f64 {
     std::time::SystemTime::now()
@@ -592,19 +612,33 @@ async fn pgshift_change(
     let spec = ConnectionSpec::parse(conninfo).ctx("the connection string")?;
     let statements = pgshift_sql::parse(STATEMENT).ctx("the relay statement")?;
     let started = Instant::now();
-    let result = cas::start(
-        &spec,
-        &statements[0],
-        &QualifiedName::bare("events"),
-        RunOptions {
-            throttle: limits,
-            ..bench.options.run_options()
-        },
-        &mut clock,
+    let budget = Duration::from_secs(bench.options.change_timeout_s);
+    // A throttle that keeps the work paused (a limit the machine never gets under)
+    // would keep the run going for ever: the benchmark gives up on it after its
+    // budget and says what the throttle was doing.
+    let result = tokio::time::timeout(
+        budget,
+        cas::start(
+            &spec,
+            &statements[0],
+            &QualifiedName::bare("events"),
+            RunOptions {
+                throttle: limits,
+                ..bench.options.run_options()
+            },
+            &mut clock,
+        ),
     )
     .await;
     let ended = Instant::now();
     let backlog = sampler.finish().await;
+    let Ok(result) = result else {
+        return Err(BenchError(format!(
+            "the pgshift run did not finish within {} s; its throttle: {}",
+            budget.as_secs(),
+            throttle_state(conninfo).await
+        )));
+    };
     let report = result.ctx("the pgshift run")?;
     let marks = marks.lock().map(|m| m.clone()).unwrap_or_default();
     let mut phases = Vec::new();

@@ -77,7 +77,7 @@ struct RunArgs {
     p1_large_rows: Option<u64>,
     /// `--max-writer-p99` (ms) of P3's run with the stricter throttle (the default
     /// throttle's is 50).
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 10)]
     strict_writer_p99: u64,
     /// Rows of P6's small table [default: rows / 10].
     #[arg(long)]
