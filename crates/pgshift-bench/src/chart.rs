@@ -85,7 +85,7 @@ impl PhaseMark {
 /// label.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ThrottleMark {
-    /// What the legend says (`copy paused: writer p99 (probe)`).
+    /// What the legend says (`paused: writer p99 (probe)`).
     pub label: String,
     /// Whether the work was paused (else slowed).
     pub paused: bool,
@@ -634,9 +634,9 @@ mod tests {
             end_s,
         };
         let throttle = [
-            span("copy slowed: writer p99 (probe)", false, 2.0, 3.0),
-            span("copy paused: writer p99 (probe)", true, 3.0, 4.5),
-            span("copy slowed: writer p99 (probe)", false, 6.0, 7.0),
+            span("slowed: writer p99 (probe)", false, 2.0, 3.0),
+            span("paused: writer p99 (probe)", true, 3.0, 4.5),
+            span("slowed: writer p99 (probe)", false, 6.0, 7.0),
         ];
         write_latency_chart_with_throttle(
             &path,
@@ -648,12 +648,12 @@ mod tests {
         .expect("written");
         let svg = std::fs::read_to_string(&path).expect("read");
         assert!(
-            svg.contains("copy slowed: writer p99 (probe) (2×, 2.0 s)"),
+            svg.contains("slowed: writer p99 (probe) (2×, 2.0 s)"),
             "{svg}"
         );
-        assert!(svg.contains("copy paused: writer p99 (probe) (1×, 1.5 s)"));
+        assert!(svg.contains("paused: writer p99 (probe) (1×, 1.5 s)"));
         // The legend lists each reason once.
-        assert_eq!(svg.matches("copy slowed: writer p99").count(), 1);
+        assert_eq!(svg.matches("slowed: writer p99").count(), 1);
         std::fs::remove_dir_all(&dir).expect("clean up");
     }
 

@@ -595,7 +595,7 @@ fn throttle_marks(run: &results::RelayRun) -> Vec<crate::chart::ThrottleMark> {
         t.spans
             .iter()
             .map(|span| crate::chart::ThrottleMark {
-                label: format!("copy {}: {}", span_word(&span.pace), span.signal),
+                label: format!("{}: {}", span_word(&span.pace), span.signal),
                 paused: span.pace == "paused",
                 start_s: span.start_s,
                 end_s: span.end_s,
