@@ -679,11 +679,11 @@ mod tests {
     fn p3_states_each_throttle_setting_with_its_slowdown_and_spans() {
         let results = sample();
         let text = render(&results, "c/");
-        assert!(text.contains("| pgshift, stricter throttle | writer p99 limit Some(5) | 4.0 ms | 5.0 ms | 1.25× | 18.00 s | 1.50× | none | 2.50 s in 1 span | 3 | 6.0 ms | 0 |"), "{text}");
-        assert!(text.contains("| pgshift, throttle off | writer p99 limit None | 4.0 ms | 5.0 ms | 1.25× | 12.00 s | (baseline) | none | none | 1 | 6.0 ms | 0 |"), "{text}");
+        assert!(text.contains("| pgshift, stricter throttle | writer p99 limit Some(5) | 4.0 ms | 5.0 ms | 1.25× | 20.00 s | 18.00 s | 1.50× | none | 2.50 s in 1 span | 3 | 6.0 ms | 0 |"), "{text}");
+        assert!(text.contains("| pgshift, throttle off | writer p99 limit None | 4.0 ms | 5.0 ms | 1.25× | 20.00 s | 12.00 s | (baseline) | none | none | 1 | 6.0 ms | 0 |"), "{text}");
         // The default run: 15 s of copy against 12 s unthrottled.
         assert!(
-            text.contains("| 15.00 s | 1.25× | none | none | 4 | 3.5 ms | 0 |"),
+            text.contains("| 20.00 s | 15.00 s | 1.25× | none | none | 4 | 3.5 ms | 0 |"),
             "{text}"
         );
         assert!(text.contains("![writers during the pgshift, stricter throttle](c/p3-pgshift.svg)"));

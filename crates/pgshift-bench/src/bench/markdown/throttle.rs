@@ -13,8 +13,8 @@ pub(super) fn render(out: &mut String, p3: &P3, chart_prefix: &str) {
     if runs.iter().all(|r| r.throttle.is_none()) {
         return;
     }
-    out.push_str("Each pgshift run under the same load, with its throttle setting. The copy's slowdown is its copy phase over that of the run with every limit off; the spans are those the throttle slowed or paused the work (shaded on each run's chart).\n\n");
-    out.push_str("| run | throttle | p99 before | p99 during | during / before | copy phase | copy slowdown | slowed | paused | decisions | probe p99, largest | lost writes |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    out.push_str("Each pgshift run under the same load, with its throttle setting. The copy's slowdown is its copy phase over that of the run with every limit off (the throttle also paces the index builds and verification: the change's wall time shows those); the spans are those the throttle slowed or paused the work (shaded on each run's chart).\n\n");
+    out.push_str("| run | throttle | p99 before | p99 during | during / before | change wall | copy phase | copy slowdown | slowed | paused | decisions | probe p99, largest | lost writes |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for run in &runs {
         let throttle = run.throttle.as_ref();
         let text = |f: &dyn Fn(&crate::bench::results::ThrottleFigures) -> String| {
@@ -22,12 +22,13 @@ pub(super) fn render(out: &mut String, p3: &P3, chart_prefix: &str) {
         };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {:.2}× | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {:.2}× | {} | {} | {} | {} | {} | {} | {} | {} |",
             run.label,
             text(&|t| t.limits.clone()),
             lat(run.before.p99_us),
             lat(run.during.p99_us),
             run.during.p99_us as f64 / run.before.p99_us.max(1) as f64,
+            secs((run.change_end_s - run.change_start_s) * 1000.0),
             run.copying_ms()
                 .map_or("–".to_owned(), |ms| secs(ms as f64)),
             slowdown(p3, run),
