@@ -80,6 +80,21 @@ impl PhaseMark {
     }
 }
 
+/// A span of a run during which the throttle slowed or paused the work, shaded
+/// on the latency plot (grey: slowed; dark grey: paused), with a legend entry per
+/// label.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ThrottleMark {
+    /// What the legend says (`paused: writer p99 (probe)`).
+    pub label: String,
+    /// Whether the work was paused (else slowed).
+    pub paused: bool,
+    /// When it started, in seconds since the load started.
+    pub start_s: f64,
+    /// When it ended.
+    pub end_s: f64,
+}
+
 /// A sampled backlog, one line of a backlog chart.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BacklogLine {
@@ -135,6 +150,18 @@ pub fn write_latency_chart_from_series(
     series: &[SecondPoint],
     phases: &[PhaseMark],
 ) -> io::Result<()> {
+    write_latency_chart_with_throttle(path, title, series, phases, &[])
+}
+
+/// [`write_latency_chart_from_series`] with the throttle's decisions shaded on the
+/// latency plot.
+pub fn write_latency_chart_with_throttle(
+    path: &Path,
+    title: &str,
+    series: &[SecondPoint],
+    phases: &[PhaseMark],
+    throttle: &[ThrottleMark],
+) -> io::Result<()> {
     let root = SVGBackend::new(path, (WIDTH, LATENCY_HEIGHT)).into_drawing_area();
     root.fill(&WHITE).map_err(chart_error)?;
     let root = root
@@ -143,7 +170,7 @@ pub fn write_latency_chart_from_series(
     let (upper, lower) = root.split_vertically(LATENCY_HEIGHT * 58 / 100);
     let x_max = x_extent(series.len() as f64, phases);
     let (upper, upper_legend) = with_legend_strip(&upper);
-    let legend = draw_latency(&upper, series, phases, x_max)?;
+    let legend = draw_latency(&upper, series, phases, throttle, x_max)?;
     draw_legend(&upper_legend, &legend, LEGEND_TOP)?;
     let (lower, lower_legend) = with_legend_strip(&lower);
     let legend = draw_throughput(&lower, series, phases, x_max)?;
@@ -214,6 +241,65 @@ fn draw_phase_bands<DB: DrawingBackend>(
     Ok(legend)
 }
 
+/// Draws each throttle span as a grey band over the plot with a solid strip at its
+/// top, and returns one legend entry per label with its spans' count and length.
+fn draw_throttle_spans<DB: DrawingBackend>(
+    chart: &mut ChartContext<
+        '_,
+        DB,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, impl Ranged<ValueType = f64>>,
+    >,
+    spans: &[ThrottleMark],
+    y_low: f64,
+    y_high: f64,
+) -> io::Result<Legend> {
+    let colour = |paused: bool| {
+        if paused {
+            RGBColor(55, 55, 55)
+        } else {
+            RGBColor(150, 150, 150)
+        }
+    };
+    for span in spans {
+        let end = span.end_s.max(span.start_s + 0.15);
+        chart
+            .draw_series([
+                Rectangle::new(
+                    [(span.start_s, y_low), (end, y_high)],
+                    colour(span.paused).mix(0.22).filled(),
+                ),
+                // The strip: the top sixth of the log axis.
+                Rectangle::new(
+                    [
+                        (span.start_s, y_high / (y_high / y_low).powf(1.0 / 6.0)),
+                        (end, y_high),
+                    ],
+                    colour(span.paused).mix(0.8).filled(),
+                ),
+            ])
+            .map_err(chart_error)?;
+    }
+    let mut legend = Legend::new();
+    let mut labels: Vec<(&str, bool)> = Vec::new();
+    for span in spans {
+        if !labels.contains(&(span.label.as_str(), span.paused)) {
+            labels.push((span.label.as_str(), span.paused));
+        }
+    }
+    for (label, paused) in labels {
+        let same: Vec<&ThrottleMark> = spans
+            .iter()
+            .filter(|s| s.label == label && s.paused == paused)
+            .collect();
+        let seconds: f64 = same.iter().map(|s| (s.end_s - s.start_s).max(0.0)).sum();
+        legend.push((
+            format!("{label} ({}×, {seconds:.1} s)", same.len()),
+            Glyph::Band(colour(paused)),
+        ));
+    }
+    Ok(legend)
+}
+
 /// Draws `legend` in `area` (the strip right of a plot), from `top` down.
 fn draw_legend<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
@@ -255,6 +341,7 @@ fn draw_latency<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     series: &[SecondPoint],
     phases: &[PhaseMark],
+    throttle: &[ThrottleMark],
     x_max: f64,
 ) -> io::Result<Legend> {
     let max_ms = series
@@ -277,6 +364,7 @@ fn draw_latency<DB: DrawingBackend>(
         .draw()
         .map_err(chart_error)?;
     let mut legend = draw_phase_bands(&mut chart, phases, y_low, y_high)?;
+    legend.extend(draw_throttle_spans(&mut chart, throttle, y_low, y_high)?);
     let lines: [Line; 3] = [
         ("p50", RGBColor(30, 90, 200), |p| p.p50_us as f64 / 1000.0),
         ("p99", RGBColor(240, 140, 0), |p| p.p99_us as f64 / 1000.0),
@@ -526,6 +614,49 @@ mod tests {
 
     /// The legend used to sit in the plot's upper right corner, on the cutover's
     /// spike it exists to explain: it is drawn right of the plot now, where no data is.
+    #[test]
+    fn throttle_spans_are_shaded_with_one_legend_entry_per_reason() {
+        let mut timeline = Timeline::default();
+        for s in 0..12u64 {
+            timeline.record(
+                OpKind::Insert,
+                Duration::from_millis(s * 1000),
+                Duration::from_micros(900),
+                OpResult::Acknowledged,
+            );
+        }
+        let dir = temp_dir("throttle");
+        let path = dir.join("run.svg");
+        let span = |label: &str, paused: bool, start_s: f64, end_s: f64| ThrottleMark {
+            label: label.to_owned(),
+            paused,
+            start_s,
+            end_s,
+        };
+        let throttle = [
+            span("slowed: writer p99 (probe)", false, 2.0, 3.0),
+            span("paused: writer p99 (probe)", true, 3.0, 4.5),
+            span("slowed: writer p99 (probe)", false, 6.0, 7.0),
+        ];
+        write_latency_chart_with_throttle(
+            &path,
+            "throttled",
+            &write_series(&timeline),
+            &[PhaseMark::new("copying", 1.0, 8.0)],
+            &throttle,
+        )
+        .expect("written");
+        let svg = std::fs::read_to_string(&path).expect("read");
+        assert!(
+            svg.contains("slowed: writer p99 (probe) (2×, 2.0 s)"),
+            "{svg}"
+        );
+        assert!(svg.contains("paused: writer p99 (probe) (1×, 1.5 s)"));
+        // The legend lists each reason once.
+        assert_eq!(svg.matches("slowed: writer p99").count(), 1);
+        std::fs::remove_dir_all(&dir).expect("clean up");
+    }
+
     #[test]
     fn the_legend_is_outside_the_plot_where_no_data_is() {
         let mut timeline = Timeline::default();

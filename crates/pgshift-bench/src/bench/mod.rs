@@ -31,7 +31,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use pgshift::cas::{CutoverBudgets, Mode, RunOptions, VerifyMethod};
+use pgshift::cas::{CutoverBudgets, Mode, RunOptions, ThrottleLimits, VerifyMethod};
 use pgshift_embedded::{Cluster, ClusterOptions, PgInstall};
 use tokio_postgres::{Client, NoTls};
 
@@ -140,6 +140,8 @@ pub struct BenchOptions {
     pub out: PathBuf,
     /// Rows of each P1/P2 table (and of P6's large one).
     pub rows: u64,
+    /// Rows of each table of P1's larger size (0: P1 at the standard size only).
+    pub p1_large_rows: u64,
     /// Rows of P6's small table.
     pub small_rows: u64,
     /// Seed rows per partition of the relay's `events`.
@@ -166,6 +168,11 @@ pub struct BenchOptions {
     pub workers: usize,
     /// Chunk target duration of every pgshift run, ms.
     pub chunk_target_ms: u64,
+    /// `--max-writer-p99` of P3's run with the stricter throttle, ms.
+    pub strict_writer_p99_ms: u64,
+    /// Longest a pgshift run under the relay load may take before the benchmark
+    /// gives up on it (a throttle that never lets the work go), seconds.
+    pub change_timeout_s: u64,
     /// How every pgshift run verifies.
     pub verify: VerifyMethod,
     /// The arguments the command was given, for the report.
@@ -178,6 +185,7 @@ impl BenchOptions {
         BenchOptions {
             out: out.into(),
             rows: 2_000_000,
+            p1_large_rows: 10_000_000,
             small_rows: 200_000,
             relay_rows_per_partition: 100_000,
             rate: 200.0,
@@ -191,6 +199,8 @@ impl BenchOptions {
             pg_bin: None,
             workers: 2,
             chunk_target_ms: 500,
+            strict_writer_p99_ms: 10,
+            change_timeout_s: 900,
             verify: VerifyMethod::Digest,
             args: Vec::new(),
         }
@@ -201,6 +211,8 @@ impl BenchOptions {
     pub fn quick(out: impl Into<PathBuf>) -> Self {
         BenchOptions {
             rows: 100_000,
+            p1_large_rows: 300_000,
+            change_timeout_s: 180,
             small_rows: 10_000,
             relay_rows_per_partition: 2_000,
             before_s: 4,
@@ -213,7 +225,16 @@ impl BenchOptions {
         }
     }
 
-    /// The copy-and-swap options of every run.
+    /// The copy-and-swap options of P3's run with the stricter throttle: the
+    /// default limits with a lower writer p99.
+    pub fn strict_throttle(&self) -> ThrottleLimits {
+        ThrottleLimits {
+            max_writer_p99_ms: Some(self.strict_writer_p99_ms),
+            ..ThrottleLimits::default()
+        }
+    }
+
+    /// The copy-and-swap options of every run (the default throttle).
     pub fn run_options(&self) -> RunOptions {
         RunOptions {
             mode: Mode::Live,
@@ -230,7 +251,7 @@ impl BenchOptions {
             keep_old: false,
             repair: false,
             defer_cutover: false,
-            throttle: pgshift::cas::ThrottleLimits::default(),
+            throttle: ThrottleLimits::default(),
             verify: self.verify,
         }
     }
@@ -255,6 +276,7 @@ impl BenchOptions {
         Sizes {
             quick: self.quick,
             rows: self.rows,
+            p1_large_rows: self.p1_large_rows,
             small_rows: self.small_rows,
             relay_rows_per_partition: self.relay_rows_per_partition,
             relay_rate: self.rate,
@@ -369,6 +391,7 @@ pub async fn run(options: BenchOptions) -> BenchResult<BenchResults> {
         sizes: options.sizes(),
         engine: options.engine_settings(),
         p1: None,
+        p1_large: None,
         p2: None,
         p3: None,
         p4: None,
@@ -383,7 +406,7 @@ pub async fn run(options: BenchOptions) -> BenchResult<BenchResults> {
     for scenario in Scenario::ALL.into_iter().filter(|s| selected(*s)) {
         bench.say(format!("{} starts", scenario.name()));
         let outcome = match scenario {
-            Scenario::P1 => tables::p1(&mut bench).await.map(|p| results.p1 = Some(p)),
+            Scenario::P1 => p1_at_both_sizes(&mut bench, &mut results).await,
             Scenario::P2 => tables::p2(&mut bench).await.map(|p| results.p2 = Some(p)),
             Scenario::P6 => tables::p6_small(&mut bench).await,
             Scenario::P5 => capture::p5(&mut bench).await.map(|p| results.p5 = Some(p)),
@@ -430,6 +453,23 @@ pub async fn run(options: BenchOptions) -> BenchResult<BenchResults> {
     ));
     drop(admin);
     Ok(results)
+}
+
+/// P1 at the standard size, then at the larger one (a failure at one size leaves
+/// the other's figures).
+async fn p1_at_both_sizes(bench: &mut Bench, results: &mut BenchResults) -> BenchResult<()> {
+    let rows = bench.options.rows;
+    results.p1 = Some(tables::p1(bench, rows).await?);
+    let large = bench.options.p1_large_rows;
+    if large > 0 {
+        bench.say(format!("P1 at the larger size: {large} rows"));
+        results.p1_large = Some(
+            tables::p1(bench, large)
+                .await
+                .map_err(|e| BenchError(format!("at {large} rows: {e}")))?,
+        );
+    }
+    Ok(())
 }
 
 /// P6 from the samples the other scenarios gathered.
@@ -504,11 +544,11 @@ pub fn write_outputs(out: &Path, results: &BenchResults) -> BenchResult<()> {
 /// Draws every chart of `results` into `out` (from the series kept in the
 /// JSON, so `render` can draw them again).
 pub fn draw_charts(out: &Path, results: &BenchResults) -> BenchResult<()> {
-    use crate::chart::{write_backlog_chart, write_latency_chart_from_series, BacklogLine};
+    use crate::chart::{write_backlog_chart, write_latency_chart_with_throttle, BacklogLine};
     let mut runs = Vec::new();
     if let Some(p3) = &results.p3 {
         runs.push(&p3.blocking);
-        runs.push(&p3.pgshift);
+        runs.extend(p3.pgshift_runs());
     }
     if let Some(p7) = &results.p7 {
         runs.push(&p7.run);
@@ -518,8 +558,14 @@ pub fn draw_charts(out: &Path, results: &BenchResults) -> BenchResult<()> {
             "{} — {} writers at {:.0}/s on the relay's events",
             run.label, run.load.writers, run.load.target_rate
         );
-        write_latency_chart_from_series(&out.join(&run.chart), &title, &run.series, &run.phases)
-            .ctx("drawing a latency chart")?;
+        write_latency_chart_with_throttle(
+            &out.join(&run.chart),
+            &title,
+            &run.series,
+            &run.phases,
+            &throttle_marks(run),
+        )
+        .ctx("drawing a latency chart")?;
     }
     if let Some(p7) = &results.p7 {
         let mut lines = vec![BacklogLine {
@@ -543,6 +589,30 @@ pub fn draw_charts(out: &Path, results: &BenchResults) -> BenchResult<()> {
     Ok(())
 }
 
+/// The throttle's spans of `run`, as the chart shades them.
+fn throttle_marks(run: &results::RelayRun) -> Vec<crate::chart::ThrottleMark> {
+    run.throttle.as_ref().map_or_else(Vec::new, |t| {
+        t.spans
+            .iter()
+            .map(|span| crate::chart::ThrottleMark {
+                label: format!("{}: {}", span_word(&span.pace), span.signal),
+                paused: span.pace == "paused",
+                start_s: span.start_s,
+                end_s: span.end_s,
+            })
+            .collect()
+    })
+}
+
+/// `slowed` or `paused`.
+fn span_word(pace: &str) -> &str {
+    if pace == "slow" {
+        "slowed"
+    } else {
+        pace
+    }
+}
+
 /// What the figures are and what is approximated.
 fn notes() -> Vec<String> {
     [
@@ -553,6 +623,8 @@ fn notes() -> Vec<String> {
         "P4's hold is the engine's own measure, from the granted LOCK TABLE to the end of COMMIT. 'p99 over runs' is taken as the largest hold, since the benchmark has fewer than 100 swaps. The spike is the longest write that started between 1 s before the cutover phase and 1 s after the run ended.",
         "P5 uses pgbench (single-row inserts into a table with a bigint identity key, 2 clients) like the ecosystem measurement, in rounds on a fresh table each: no trigger, naive capture, pgshift capture with the engine running, pgshift capture with the engine killed, no trigger again. 'Engine running' is pgshift waiting in `ready` (defer_cutover) with its applier draining the change log on the same 2 cores; 'capture only' is the same capture after the engine process was killed with SIGKILL (the run is then aborted, which removes the triggers). Each round's baseline is the mean of its first and last measurement; the figures are medians over the rounds of each round's ratios.",
         "P6 reads VmHWM of the child process from /proc/<pid>/status: the child reports its own at exit; the parent also samples it every 100 ms while the child runs.",
+        "P1 runs at two sizes (the standard one and --p1-large-rows), each on its own pair of identical tables; its targets are held at the larger size.",
+        "P3 runs pgshift three times under the same load, each on its own copy of the seeded database: with the default throttle, with a stricter --max-writer-p99, and with every throttle limit off. A run's copy slowdown is its copy phase over the unthrottled run's. The throttle's decisions are the engine's own (RunReport.throttle: one at each change of pace and every few seconds meanwhile); a span lasts from its decision to the next one, the last to the end of the paced work (copy, index builds, verification), and is shaded on the run's latency chart. A pgshift run under the relay load that has not finished after its budget (900 s; 180 s with --quick) is given up and reported as a failure with the throttle's state: a throttle that never lets the work go would otherwise hold the benchmark for ever.",
         "P7's backlog is count(*) of pgshift.log_<run> sampled every 500 ms by a separate session; 'steady state' means that over the second half of the samples taken before the cutover the backlog grows by less than 5 % of the write rate per second (least-squares slope).",
     ]
     .into_iter()

@@ -6,14 +6,15 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use pgshift::cas::{self, CasProgress, Phase};
+use pgshift::cas::{self, CasProgress, Phase, RunOptions, ThrottleLimits};
 use pgshift::connect::ConnectionSpec;
 use pgshift_sql::QualifiedName;
 use tokio_postgres::Client;
 
 use super::engine::engine_run_of;
 use super::results::{
-    limits, Failure, LoadFigures, LockHold, OracleFigures, PhaseBacklog, RelayRun, P3, P7,
+    limits, Failure, LoadFigures, LockHold, OracleFigures, PhaseBacklog, RelayRun, ThrottleFigures,
+    P3, P7,
 };
 use super::{connect, pause, scalar_i64, Bench, BenchError, BenchResult, Context};
 use crate::chart::PhaseMark;
@@ -44,8 +45,18 @@ const P7_WRITERS: usize = 8;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Change {
     Blocking,
-    Pgshift,
+    /// Through pgshift, with these throttle limits.
+    Pgshift(ThrottleLimits),
 }
+
+/// Every throttle limit off: the copy at the speed of its settings, for the
+/// throttled runs' slowdown.
+const NO_LIMITS: ThrottleLimits = ThrottleLimits {
+    max_replica_lag_ms: None,
+    max_writer_p99_ms: None,
+    max_wal_bytes_per_s: None,
+    interval_ms: pgshift::cas::throttle::DEFAULT_LIMITS.interval_ms,
+};
 
 /// One relay scenario run: where, how, how fast.
 struct Plan<'a> {
@@ -89,7 +100,12 @@ pub(crate) async fn run(
     }
     let mut copies = Vec::new();
     if want_p3 {
-        copies.extend(["relay_blocking", "relay_pgshift"]);
+        copies.extend([
+            "relay_blocking",
+            "relay_pgshift",
+            "relay_strict",
+            "relay_unthrottled",
+        ]);
     }
     if want_p7 {
         copies.push("relay_2x");
@@ -134,40 +150,90 @@ pub(crate) async fn run(
         )
         .await;
         drop_database(&admin, "relay_blocking").await;
-        let pgshift = change_under_load(
-            bench,
-            &Plan {
-                db: "relay_pgshift",
-                change: Change::Pgshift,
-                rate,
-                writers: P3_WRITERS,
-                label: "pgshift copy-and-swap",
-                chart: "p3-pgshift.svg",
-            },
-        )
-        .await;
-        drop_database(&admin, "relay_pgshift").await;
+        let mut pgshift_runs = Vec::new();
+        let strict = bench.options.strict_throttle();
+        for (db, limits, label, chart) in [
+            (
+                "relay_pgshift",
+                ThrottleLimits::default(),
+                "pgshift copy-and-swap".to_owned(),
+                "p3-pgshift.svg",
+            ),
+            (
+                "relay_strict",
+                strict,
+                format!(
+                    "pgshift, stricter throttle (--max-writer-p99 {})",
+                    bench.options.strict_writer_p99_ms
+                ),
+                "p3-pgshift-strict.svg",
+            ),
+            (
+                "relay_unthrottled",
+                NO_LIMITS,
+                "pgshift, throttle off".to_owned(),
+                "p3-pgshift-unthrottled.svg",
+            ),
+        ] {
+            let run = change_under_load(
+                bench,
+                &Plan {
+                    db,
+                    change: Change::Pgshift(limits),
+                    rate,
+                    writers: P3_WRITERS,
+                    label: &label,
+                    chart,
+                },
+            )
+            .await;
+            drop_database(&admin, db).await;
+            pgshift_runs.push((label, run));
+        }
+        let mut runs = pgshift_runs.into_iter().map(|(label, run)| {
+            run.map_err(|e| Failure {
+                scenario: format!("P3 ({label})"),
+                error: e.to_string(),
+            })
+        });
+        let (pgshift, strict, unthrottled) = (
+            runs.next().unwrap_or_else(missing),
+            runs.next().unwrap_or_else(missing),
+            runs.next().unwrap_or_else(missing),
+        );
+        let mut optional = |run: Result<RelayRun, Failure>| match run {
+            Ok(run) => Some(run),
+            Err(failure) => {
+                failures.push(failure);
+                None
+            }
+        };
+        let (strict, unthrottled) = (optional(strict), optional(unthrottled));
+        let ratio = |r: &RelayRun| r.during.p99_us as f64 / r.before.p99_us.max(1) as f64;
         match (blocking, pgshift) {
             (Ok(blocking), Ok(pgshift)) => {
-                let ratio = |r: &RelayRun| r.during.p99_us as f64 / r.before.p99_us.max(1) as f64;
                 p3 = Some(P3 {
                     statement: STATEMENT.to_owned(),
                     rows,
                     total_bytes,
                     pgshift_p99_ratio: ratio(&pgshift),
                     blocking_p99_ratio: ratio(&blocking),
+                    strict_p99_ratio: strict.as_ref().map(ratio),
                     blocking,
                     pgshift,
+                    strict,
+                    unthrottled,
                 });
             }
             (blocking, pgshift) => {
-                for (name, outcome) in [("P3 (blocking)", blocking), ("P3 (pgshift)", pgshift)] {
-                    if let Err(e) = outcome {
-                        failures.push(Failure {
-                            scenario: name.to_owned(),
-                            error: e.to_string(),
-                        });
-                    }
+                if let Err(e) = blocking {
+                    failures.push(Failure {
+                        scenario: "P3 (blocking)".to_owned(),
+                        error: e.to_string(),
+                    });
+                }
+                if let Err(failure) = pgshift {
+                    failures.push(failure);
                 }
             }
         }
@@ -179,7 +245,7 @@ pub(crate) async fn run(
             bench,
             &Plan {
                 db: "relay_2x",
-                change: Change::Pgshift,
+                change: Change::Pgshift(ThrottleLimits::default()),
                 rate: demo_rate * 2.0,
                 writers: P7_WRITERS,
                 label: "pgshift copy-and-swap at 2× the demo rate",
@@ -197,6 +263,15 @@ pub(crate) async fn run(
         }
     }
     Ok((p3, p7, failures))
+}
+
+/// The outcome of a run that was never made (not reached: the list above has
+/// three entries).
+fn missing() -> Result<RelayRun, Failure> {
+    Err(Failure {
+        scenario: "P3".to_owned(),
+        error: "a pgshift run is missing".to_owned(),
+    })
 }
 
 /// P7's verdict on a run: the backlog between the start of the copy and the
@@ -317,6 +392,9 @@ impl CasProgress for PhaseClock {
     fn note(&mut self, text: &str) {
         eprintln!("           engine: {text}");
     }
+    fn throttled(&mut self, pace: &str, why: &str, paused_ms: u64) {
+        eprintln!("           engine: throttle {pace} {why} (paused {paused_ms} ms so far)");
+    }
 }
 
 /// How often the backlog is sampled.
@@ -387,6 +465,7 @@ struct ChangeOutcome {
     engine: Option<super::results::EngineRun>,
     backlog: Vec<(f64, i64)>,
     cutover: Option<(f64, f64)>,
+    throttle: Option<ThrottleFigures>,
 }
 
 /// Runs the relay load, the change after `before_s` seconds, `after_s`
@@ -403,6 +482,7 @@ async fn change_under_load(bench: &mut Bench, plan: &Plan<'_>) -> BenchResult<Re
     let t0 = Instant::now()
         .checked_sub(handle.elapsed())
         .unwrap_or_else(Instant::now);
+    let t0_unix_ms = unix_ms() - handle.elapsed().as_secs_f64() * 1000.0;
     let at = move |i: Instant| i.saturating_duration_since(t0).as_secs_f64();
     bench.say(format!(
         "{}: {} writers at {:.0}/s on {}",
@@ -430,9 +510,12 @@ async fn change_under_load(bench: &mut Bench, plan: &Plan<'_>) -> BenchResult<Re
                 engine: None,
                 backlog: Vec::new(),
                 cutover: None,
+                throttle: None,
             }
         }
-        Change::Pgshift => pgshift_change(bench, &conninfo, t0).await?,
+        Change::Pgshift(limits) => {
+            pgshift_change(bench, &conninfo, (t0, t0_unix_ms), limits).await?
+        }
     };
     let (started, ended) = (outcome.started, outcome.ended);
     bench.say(format!(
@@ -487,8 +570,39 @@ async fn change_under_load(bench: &mut Bench, plan: &Plan<'_>) -> BenchResult<Re
     ))
 }
 
-/// The pgshift side of a change: the run, its phases and its backlog.
-async fn pgshift_change(bench: &Bench, conninfo: &str, t0: Instant) -> BenchResult<ChangeOutcome> {
+/// The throttle's state of the newest run on `events`, as `status` shows it.
+async fn throttle_state(conninfo: &str) -> String {
+    let Ok(client) = connect(conninfo).await else {
+        return "unknown (cannot connect)".to_owned();
+    };
+    client
+        .query_opt(
+            "SELECT coalesce(throttle, '') FROM pgshift.runs WHERE source_name = 'events' \
+             ORDER BY id DESC LIMIT 1",
+            &[],
+        )
+        .await
+        .ok()
+        .flatten()
+        .map_or("unknown (no run recorded)".to_owned(), |row| row.get(0))
+}
+
+/// Now, milliseconds since the Unix epoch (the clock of the throttle's decisions).
+fn unix_ms() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
+}
+
+/// The pgshift side of a change with the throttle at `limits`: the run, its
+/// phases, its backlog and the throttle's decisions (`t0`: when the load started,
+/// as an instant and in Unix milliseconds).
+async fn pgshift_change(
+    bench: &Bench,
+    conninfo: &str,
+    (t0, t0_unix_ms): (Instant, f64),
+    limits: ThrottleLimits,
+) -> BenchResult<ChangeOutcome> {
     let at = |i: Instant| i.saturating_duration_since(t0).as_secs_f64();
     let sampler = BacklogSampler::start(conninfo, t0).await?;
     let marks = Arc::new(Mutex::new(Vec::new()));
@@ -498,16 +612,33 @@ async fn pgshift_change(bench: &Bench, conninfo: &str, t0: Instant) -> BenchResu
     let spec = ConnectionSpec::parse(conninfo).ctx("the connection string")?;
     let statements = pgshift_sql::parse(STATEMENT).ctx("the relay statement")?;
     let started = Instant::now();
-    let result = cas::start(
-        &spec,
-        &statements[0],
-        &QualifiedName::bare("events"),
-        bench.options.run_options(),
-        &mut clock,
+    let budget = Duration::from_secs(bench.options.change_timeout_s);
+    // A throttle that keeps the work paused (a limit the machine never gets under)
+    // would keep the run going for ever: the benchmark gives up on it after its
+    // budget and says what the throttle was doing.
+    let result = tokio::time::timeout(
+        budget,
+        cas::start(
+            &spec,
+            &statements[0],
+            &QualifiedName::bare("events"),
+            RunOptions {
+                throttle: limits,
+                ..bench.options.run_options()
+            },
+            &mut clock,
+        ),
     )
     .await;
     let ended = Instant::now();
     let backlog = sampler.finish().await;
+    let Ok(result) = result else {
+        return Err(BenchError(format!(
+            "the pgshift run did not finish within {} s; its throttle: {}",
+            budget.as_secs(),
+            throttle_state(conninfo).await
+        )));
+    };
     let report = result.ctx("the pgshift run")?;
     let marks = marks.lock().map(|m| m.clone()).unwrap_or_default();
     let mut phases = Vec::new();
@@ -526,7 +657,25 @@ async fn pgshift_change(bench: &Bench, conninfo: &str, t0: Instant) -> BenchResu
         }
         phases.push(PhaseMark::new(label, at(*start), at(end)));
     }
+    // The throttle paces the copy, the index builds and verification: its last
+    // decision lasts until the end of the last of them.
+    let paced_end = phases
+        .iter()
+        .filter(|p| matches!(p.label.as_str(), "copying" | "indexing" | "verifying"))
+        .map(|p| p.end_s)
+        .fold(None, |last: Option<f64>, end| {
+            Some(last.map_or(end, |l| l.max(end)))
+        })
+        .unwrap_or(at(ended));
+    let throttle = ThrottleFigures::from_events(
+        &limits,
+        &report.throttle,
+        report.throttled_ms,
+        t0_unix_ms,
+        paced_end,
+    );
     Ok(ChangeOutcome {
+        throttle: Some(throttle),
         started,
         ended,
         phases,
@@ -604,6 +753,7 @@ fn relay_run(
             series
         },
         chart: plan.chart.to_owned(),
+        throttle: outcome.throttle,
     }
 }
 

@@ -84,10 +84,9 @@ async fn checkpoint(client: &Client) -> BenchResult<()> {
     client.batch_execute("CHECKPOINT").await.ctx("CHECKPOINT")
 }
 
-/// P1: `ALTER COLUMN qty TYPE bigint`, blocking on one table and through
-/// pgshift (in a child process) on an identical one.
-pub(crate) async fn p1(bench: &mut Bench) -> BenchResult<P1> {
-    let rows = bench.options.rows;
+/// P1 at `rows`: `ALTER COLUMN qty TYPE bigint`, blocking on one table and
+/// through pgshift (in a child process) on an identical one.
+pub(crate) async fn p1(bench: &mut Bench, rows: u64) -> BenchResult<P1> {
     let conninfo = bench.conninfo("bench");
     let client = connect(&conninfo).await?;
     bench.say(format!("P1: creating two tables of {rows} rows"));
@@ -120,7 +119,12 @@ pub(crate) async fn p1(bench: &mut Bench) -> BenchResult<P1> {
     ));
     check_table(&client, "p1_blocking", rows, "bigint").await?;
     check_table(&client, "p1_pgshift", rows, "bigint").await?;
-    record(bench, "P1 (no load)", rows, total_bytes, &pgshift);
+    let run = if rows == bench.options.rows {
+        "P1 (no load)".to_owned()
+    } else {
+        format!("P1 at {rows} rows (no load)")
+    };
+    record(bench, &run, rows, total_bytes, &pgshift);
     client
         .batch_execute("DROP TABLE p1_blocking, p1_pgshift")
         .await

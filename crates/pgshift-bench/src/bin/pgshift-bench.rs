@@ -71,6 +71,14 @@ struct RunArgs {
     /// Rows of each P1/P2 table [default: 2000000; quick: 100000].
     #[arg(long)]
     rows: Option<u64>,
+    /// Rows of each table of P1's larger size (0: P1 at --rows only)
+    /// [default: 10000000; quick: 300000].
+    #[arg(long)]
+    p1_large_rows: Option<u64>,
+    /// `--max-writer-p99` (ms) of P3's run with the stricter throttle (the default
+    /// throttle's is 50).
+    #[arg(long, default_value_t = 10)]
+    strict_writer_p99: u64,
     /// Rows of P6's small table [default: rows / 10].
     #[arg(long)]
     small_rows: Option<u64>,
@@ -118,6 +126,13 @@ impl RunArgs {
             o.rows = rows;
             o.small_rows = (rows / 10).max(1);
         }
+        if let Some(rows) = self.p1_large_rows {
+            o.p1_large_rows = rows;
+        }
+        if self.strict_writer_p99 == 0 {
+            return Err("--strict-writer-p99 must be at least 1 ms".to_owned());
+        }
+        o.strict_writer_p99_ms = self.strict_writer_p99;
         if let Some(small) = self.small_rows {
             o.small_rows = small;
         }

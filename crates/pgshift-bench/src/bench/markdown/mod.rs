@@ -4,6 +4,9 @@
 
 use std::fmt::Write as _;
 
+mod p1;
+mod throttle;
+
 use super::results::{BenchResults, EngineRun, RelayRun, TargetResult};
 use crate::stats::{ms, WindowStats};
 
@@ -13,35 +16,7 @@ pub fn render(results: &BenchResults, chart_prefix: &str) -> String {
     let mut out = String::new();
     header(&mut out, results);
     targets(&mut out, &results.targets);
-    if let Some(p1) = &results.p1 {
-        section(&mut out, "P1: rewrite cost against the blocking ALTER");
-        let _ = writeln!(
-            out,
-            "`{}` on two identical tables of {} rows ({} heap, {} with its {} indexes), no load.\n",
-            p1.statement,
-            count(p1.rows),
-            bytes(p1.table_bytes),
-            bytes(p1.total_bytes),
-            p1.indexes
-        );
-        out.push_str("| run | wall | phases |\n|---|---:|---|\n");
-        let _ = writeln!(
-            out,
-            "| blocking `ALTER TABLE` | {} | one statement |",
-            secs(p1.blocking_ms)
-        );
-        let _ = writeln!(
-            out,
-            "| pgshift copy-and-swap | {} | {} |",
-            secs(p1.pgshift.wall_ms),
-            phases(&p1.pgshift)
-        );
-        let _ = writeln!(
-            out,
-            "| **ratio** | **{:.2}×** | target ≤ 1.5× (later ≤ 1.2×) |\n",
-            p1.ratio
-        );
-    }
+    p1::render(&mut out, results);
     if let Some(p2) = &results.p2 {
         section(&mut out, "P2: plain rebuild against pg_repack");
         let _ = writeln!(
@@ -101,7 +76,7 @@ pub fn render(results: &BenchResults, chart_prefix: &str) -> String {
             }),
             ("after", |r: &RelayRun| Some(r.after.clone())),
         ] {
-            for run in [&p3.blocking, &p3.pgshift] {
+            for run in std::iter::once(&p3.blocking).chain(p3.pgshift_runs()) {
                 if let Some(w) = pick(run) {
                     let _ = writeln!(
                         out,
@@ -216,6 +191,7 @@ pub fn render(results: &BenchResults, chart_prefix: &str) -> String {
             "![writers during the pgshift run]({chart_prefix}{})\n",
             p3.pgshift.chart
         );
+        throttle::render(&mut out, p3, chart_prefix);
     }
     if let Some(p4) = &results.p4 {
         section(&mut out, "P4: the cutover");
@@ -447,9 +423,14 @@ fn header(out: &mut String, r: &BenchResults) {
     );
     let _ = writeln!(
         out,
-        "- Sizes{}: P1/P2 tables of {} rows; P6 also at {} rows; relay `events` seeded with {} rows per partition; relay writers at {:.0}/s with {} s of load before and {} s after each change; P5 measurements of {} s.",
+        "- Sizes{}: P1/P2 tables of {} rows{}; P6 also at {} rows; relay `events` seeded with {} rows per partition; relay writers at {:.0}/s with {} s of load before and {} s after each change; P5 measurements of {} s.",
         if r.sizes.quick { " (`--quick`)" } else { "" },
         count(r.sizes.rows),
+        if r.sizes.p1_large_rows > 0 {
+            format!(", P1 also at {} rows", count(r.sizes.p1_large_rows))
+        } else {
+            String::new()
+        },
         count(r.sizes.small_rows),
         count(u64::from(r.sizes.relay_rows_per_partition)),
         r.sizes.relay_rate,
@@ -581,7 +562,7 @@ fn bytes(b: u64) -> String {
 }
 
 /// `2000000` as `2,000,000`.
-fn count(n: u64) -> String {
+pub(crate) fn count(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
@@ -596,7 +577,7 @@ fn count(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::results::tests::sample;
+    use crate::bench::results::sample::sample;
 
     #[test]
     fn the_section_states_command_machine_version_and_every_target() {
@@ -612,10 +593,10 @@ mod tests {
                 target.id
             );
         }
-        assert!(text.contains("| P1 | rewrite wall: pgshift copy-and-swap / blocking ALTER | 2.60× | ≤ 1.50× | **no** | missed by 1.10× (73 %) |"), "{text}");
+        assert!(text.contains("| P1 | rewrite wall at 2,000,000 rows: pgshift copy-and-swap / blocking ALTER | 2.60× | ≤ 1.50× | **no** | missed by 1.10× (73 %) |"), "{text}");
         assert!(text.contains("![writers during the pgshift run](docs/bench/p3-pgshift.svg)"));
         assert!(text.contains("![change-log backlog](docs/bench/p7-backlog.svg)"));
-        assert!(text.contains("| **ratio** | **2.60×** |"));
+        assert!(text.contains("| 2,000,000 | 238 MiB | 353 MiB | 3.00 s | 7.80 s | copying 4.00 s, indexing 3.00 s | **2.60×** |"), "{text}");
         assert!(text.contains("The whole benchmark took 6 min 40 s."));
         assert!(text.contains("- a note"));
         assert!(
@@ -624,7 +605,10 @@ mod tests {
             ),
             "{text}"
         );
-        assert!(text.contains("**Met:** P2; P3 waits; P3 lost"), "{text}");
+        assert!(
+            text.contains("**Met:** P2; P3 strict p99; P3 waits; P3 lost"),
+            "{text}"
+        );
         assert!(text.contains("from the workspace at 4720e89"));
     }
 
@@ -658,6 +642,70 @@ mod tests {
             ),
             "{text}"
         );
+    }
+
+    #[test]
+    fn p1_shows_both_sizes_and_how_the_ratio_grew() {
+        let mut results = sample();
+        let mut large = results.p1.clone().expect("the sample has P1");
+        large.rows = 10_000_000;
+        large.table_bytes *= 5;
+        large.total_bytes *= 5;
+        large.blocking_ms = 15_000.0;
+        large.pgshift.wall_ms = 22_500.0;
+        large.ratio = 1.5;
+        results.p1_large = Some(large);
+        results.sizes.p1_large_rows = 10_000_000;
+        results.targets = super::super::results::evaluate(&results);
+        let text = render(&results, "");
+        assert!(
+            text.contains("| 2,000,000 | 238 MiB | 353 MiB | 3.00 s | 7.80 s |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("| 10,000,000 | 1.16 GiB | 1.72 GiB | 15.00 s | 22.50 s |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("From 2,000,000 to 10,000,000 rows (5.0× the bytes) the ratio went from 2.60× to 1.50×; the blocking ALTER took 5.0× as long, pgshift 2.9×."),
+            "{text}"
+        );
+        assert!(text.contains("P1 also at 10,000,000 rows"));
+        // The target is held at the larger size.
+        assert!(text.contains("| P1 | rewrite wall at 10,000,000 rows: pgshift copy-and-swap / blocking ALTER | 1.50× | ≤ 1.50× | yes |"), "{text}");
+    }
+
+    #[test]
+    fn p3_states_each_throttle_setting_with_its_slowdown_and_spans() {
+        let results = sample();
+        let text = render(&results, "c/");
+        assert!(text.contains("| pgshift, stricter throttle | writer p99 limit Some(5) | 4.0 ms | 5.0 ms | 1.25× | 20.00 s | 18.00 s | 1.50× | none | 2.50 s in 1 span | 3 | 6.0 ms | 0 |"), "{text}");
+        assert!(text.contains("| pgshift, throttle off | writer p99 limit None | 4.0 ms | 5.0 ms | 1.25× | 20.00 s | 12.00 s | (baseline) | none | none | 1 | 6.0 ms | 0 |"), "{text}");
+        // The default run: 15 s of copy against 12 s unthrottled.
+        assert!(
+            text.contains("| 20.00 s | 15.00 s | 1.25× | none | none | 4 | 3.5 ms | 0 |"),
+            "{text}"
+        );
+        assert!(text.contains("![writers during the pgshift, stricter throttle](c/p3-pgshift.svg)"));
+        assert!(
+            text.contains("| during (s 10.0–30.0) | pgshift, throttle off |"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn results_written_before_the_throttle_render_without_its_table() {
+        let mut results = sample();
+        if let Some(p3) = results.p3.as_mut() {
+            p3.strict = None;
+            p3.unthrottled = None;
+            p3.strict_p99_ratio = None;
+            p3.pgshift.throttle = None;
+        }
+        results.targets = super::super::results::evaluate(&results);
+        let text = render(&results, "");
+        assert!(!text.contains("copy slowdown"), "{text}");
+        assert!(text.contains("| P3 strict p99 | writer p99 during the pgshift run / before, stricter throttle | not measured |"), "{text}");
     }
 
     #[test]
