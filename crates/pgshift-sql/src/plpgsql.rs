@@ -11,8 +11,13 @@
 //!   `EXECUTE`), as statements to parse, so that the caller can tell whether the
 //!   block's control flow reads user tables or only the catalog;
 //! - **opaque** constructs, whose statements cannot be logged (`FOR … IN EXECUTE`,
-//!   `EXECUTE … USING`, `CALL`, `COMMIT` in a block, a cursor opened on a dynamic
-//!   query).
+//!   `EXECUTE … USING`, `COMMIT` in a block, a cursor opened on a dynamic query); a
+//!   `CALL` is not one: the procedure it calls is instrumented on its own.
+//!
+//! A function's or procedure's body is read the same way from its `CREATE FUNCTION`
+//! statement ([`DoBlock::of_function`], as `pg_get_functiondef` gives it), and
+//! [`DoBlock::instrument_function`] gives the same definition with only the body
+//! edited.
 //!
 //! [`DoBlock::instrument`] edits the body only at the sites the compiler located (a
 //! site's text is found again from its line), never by splitting SQL on `;`.
@@ -80,7 +85,53 @@ impl DoBlock {
             }
         }
         let body = body.ok_or_else(|| PlpgsqlError("the DO block has no body".to_owned()))?;
-        let tree = pg_query::parse_plpgsql(&statement.text)
+        Self::compiled(body, &statement.text)
+    }
+
+    /// Reads a `CREATE FUNCTION` or `CREATE PROCEDURE` statement in PL/pgSQL (as
+    /// `pg_get_functiondef` gives it): its body, as a `DO` block's.
+    pub fn of_function(definition: &str) -> Result<Self, PlpgsqlError> {
+        let statements =
+            parse(definition).map_err(|err| PlpgsqlError(format!("the definition: {err}")))?;
+        let [statement] = statements.as_slice() else {
+            return Err(PlpgsqlError(
+                "the definition is not one statement".to_owned(),
+            ));
+        };
+        let NodeEnum::CreateFunctionStmt(stmt) = &statement.node else {
+            return Err(PlpgsqlError("not a CREATE FUNCTION statement".to_owned()));
+        };
+        let mut body = None;
+        for option in &stmt.options {
+            let Some(NodeEnum::DefElem(def)) = &option.node else {
+                continue;
+            };
+            let arg = def.arg.as_ref().and_then(|a| a.node.as_ref());
+            match (def.defname.as_str(), arg) {
+                ("as", Some(NodeEnum::List(list))) => {
+                    if let [item] = list.items.as_slice() {
+                        if let Some(NodeEnum::String(s)) = &item.node {
+                            body = Some(s.sval.clone());
+                        }
+                    }
+                }
+                ("language", Some(NodeEnum::String(s))) if s.sval != "plpgsql" => {
+                    return Err(PlpgsqlError(format!(
+                        "it is in LANGUAGE {}; only PL/pgSQL is read",
+                        s.sval
+                    )))
+                }
+                _ => {}
+            }
+        }
+        let body = body.ok_or_else(|| {
+            PlpgsqlError("the definition has no body PL/pgSQL can read".to_owned())
+        })?;
+        Self::compiled(body, definition)
+    }
+
+    fn compiled(body: String, text: &str) -> Result<Self, PlpgsqlError> {
+        let tree = pg_query::parse_plpgsql(text)
             .map_err(|err| PlpgsqlError(format!("PL/pgSQL: {err}")))?;
         let mut block = DoBlock {
             body,
@@ -110,10 +161,6 @@ impl DoBlock {
                         "PLpgSQL_expr" => self.expression(inner),
                         "PLpgSQL_stmt_dynfors" => {
                             self.opaque.push("FOR … IN EXECUTE");
-                            self.walk(inner);
-                        }
-                        "PLpgSQL_stmt_call" => {
-                            self.opaque.push("CALL");
                             self.walk(inner);
                         }
                         "PLpgSQL_exception" => {
@@ -203,6 +250,30 @@ impl DoBlock {
     /// `text` argument returning it, called before the statement runs), as a new `DO`
     /// statement.
     pub fn instrument(&self, log_function: &str) -> Result<String, PlpgsqlError> {
+        let body = self.instrumented_body(log_function)?;
+        let tag = free_tag(&body);
+        Ok(format!("DO LANGUAGE plpgsql {tag}{body}{tag}"))
+    }
+
+    /// `definition` (the `CREATE FUNCTION` this was read from, [`DoBlock::of_function`])
+    /// with its body replaced by the instrumented body: same signature and options.
+    pub fn instrument_function(
+        &self,
+        definition: &str,
+        log_function: &str,
+    ) -> Result<String, PlpgsqlError> {
+        let body = self.instrumented_body(log_function)?;
+        let (at, len) = quoted_body(definition, &self.body).ok_or_else(|| {
+            PlpgsqlError("the body was not found dollar-quoted in the definition".to_owned())
+        })?;
+        let tag = free_tag(&body);
+        let mut out = definition.to_owned();
+        out.replace_range(at..at + len, &format!("{tag}{body}{tag}"));
+        Ok(out)
+    }
+
+    /// The body with each logged site wrapped by `log_function`.
+    fn instrumented_body(&self, log_function: &str) -> Result<String, PlpgsqlError> {
         let mut edits: Vec<Edit> = Vec::new();
         for site in &self.sites {
             let found = self.locate(site)?;
@@ -217,7 +288,7 @@ impl DoBlock {
                 )),
             }
         }
-        Ok(self.edited(edits))
+        Ok(self.edited_body(edits))
     }
 
     /// The offset in the body of a site's text (the `EXECUTE`'s expression, or the
@@ -253,19 +324,22 @@ impl DoBlock {
         Ok(found)
     }
 
-    /// The body with `edits` applied (from the end), as a new `DO` statement whose
-    /// dollar quote does not occur in it.
-    pub(crate) fn edited(&self, mut edits: Vec<Edit>) -> String {
+    /// The body with `edits` applied (from the end).
+    fn edited_body(&self, mut edits: Vec<Edit>) -> String {
         edits.sort_by_key(|edit| std::cmp::Reverse(edit.0));
         let mut body = self.body.clone();
         for (at, len, replacement) in edits {
             body.replace_range(at..at + len, &replacement);
         }
-        let mut tag = "pgshift_trace".to_owned();
-        while body.contains(&format!("${tag}$")) {
-            tag.push('x');
-        }
-        format!("DO LANGUAGE plpgsql ${tag}${body}${tag}$")
+        body
+    }
+
+    /// The body with `edits` applied (from the end), as a new `DO` statement whose
+    /// dollar quote does not occur in it.
+    pub(crate) fn edited(&self, edits: Vec<Edit>) -> String {
+        let body = self.edited_body(edits);
+        let tag = free_tag(&body);
+        format!("DO LANGUAGE plpgsql {tag}{body}{tag}")
     }
 }
 
@@ -285,6 +359,38 @@ fn writes(sql: &str) -> bool {
             )
         })
     })
+}
+
+/// A dollar-quote tag (`$pgshift_trace$`) that `body` does not contain.
+fn free_tag(body: &str) -> String {
+    let mut tag = "pgshift_trace".to_owned();
+    while body.contains(&format!("${tag}$")) {
+        tag.push('x');
+    }
+    format!("${tag}$")
+}
+
+/// Where `body` stands in `definition` with its dollar quotes (offset, length), when
+/// it stands there exactly once.
+fn quoted_body(definition: &str, body: &str) -> Option<(usize, usize)> {
+    let mut found = None;
+    for (at, _) in definition.match_indices(body) {
+        let before = &definition[..at];
+        let Some(open) = before.strip_suffix('$').and_then(|b| b.rfind('$')) else {
+            continue;
+        };
+        let tag = &definition[open..at];
+        let valid = tag[1..tag.len() - 1]
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if valid && definition[at + body.len()..].starts_with(tag) {
+            if found.is_some() {
+                return None;
+            }
+            found = Some((open, tag.len() * 2 + body.len()));
+        }
+    }
+    found
 }
 
 pub(crate) fn line_of(stmt: &Value) -> usize {
@@ -349,6 +455,41 @@ mod tests {
         );
         assert!(block.opaque.contains(&"EXECUTE … USING"));
         assert!(block.opaque.contains(&"FOR … IN EXECUTE"));
+    }
+
+    const FUNCTION: &str = "CREATE OR REPLACE FUNCTION public.add_col(tbl regclass)\n RETURNS void\n LANGUAGE plpgsql\n SECURITY DEFINER\nAS $function$\nBEGIN\n    IF EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = tbl AND attname = 'x') THEN RETURN; END IF;\n    EXECUTE format('ALTER TABLE %s ADD COLUMN x int', tbl);\n    CREATE TABLE IF NOT EXISTS side (id int);\nEND\n$function$\n";
+
+    #[test]
+    fn a_function_body_is_read_and_only_the_body_is_instrumented() {
+        let block = DoBlock::of_function(FUNCTION).expect("reads");
+        assert_eq!(block.sites(), 2);
+        assert!(block.queries.iter().any(|q| q.contains("pg_attribute")));
+        let out = block
+            .instrument_function(FUNCTION, "log_it")
+            .expect("instruments");
+        assert!(
+            out.starts_with("CREATE OR REPLACE FUNCTION public.add_col(tbl regclass)\n RETURNS void\n LANGUAGE plpgsql\n SECURITY DEFINER\nAS $pgshift_trace$"),
+            "{out}"
+        );
+        assert!(
+            out.contains("EXECUTE log_it((format('ALTER TABLE %s"),
+            "{out}"
+        );
+        assert!(
+            out.contains(
+                "PERFORM log_it('CREATE TABLE IF NOT EXISTS side (id int)'); CREATE TABLE"
+            ),
+            "{out}"
+        );
+        let again = DoBlock::of_function(&out).expect("the instrumented definition compiles");
+        assert!(again.queries.iter().any(|q| q.contains("log_it")), "{out}");
+    }
+
+    #[test]
+    fn a_function_in_another_language_is_not_read() {
+        let sql = "CREATE FUNCTION f() RETURNS int LANGUAGE sql AS $$ SELECT 1 $$";
+        let err = DoBlock::of_function(sql).expect_err("not PL/pgSQL");
+        assert!(err.0.contains("LANGUAGE sql"), "{err}");
     }
 
     #[test]

@@ -366,25 +366,101 @@ async fn a_block_that_fails_on_the_clone_is_refused_and_the_clone_removed() {
     assert_eq!(verdict.outcome, Outcome::Refused);
 }
 
+/// The index definitions of `items`, sorted.
+fn item_indexes(db: &str) -> String {
+    value(
+        db,
+        "SELECT string_agg(indexdef, E'\\n' ORDER BY indexdef) FROM pg_indexes WHERE tablename = 'items'",
+    )
+}
+
+const ADD_QTY_INDEX: &str = "CREATE TABLE items (id bigint PRIMARY KEY, qty int);
+    CREATE FUNCTION add_qty_index(t text) RETURNS void LANGUAGE plpgsql AS $f$
+    BEGIN EXECUTE format('CREATE INDEX ON %I (qty)', t); END $f$;";
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_function_that_runs_ddl_is_traced_through_a_select_and_bounded_by_live_rows() {
+async fn inv_pc_2_a_select_of_a_function_that_runs_ddl_is_expanded_and_each_statement_runs_by_its_route(
+) {
     let _one = CLONES.lock().await;
-    let schema = "CREATE TABLE items (id bigint PRIMARY KEY, qty int);
-        CREATE FUNCTION add_qty_index(t text) RETURNS void LANGUAGE plpgsql AS $f$
-        BEGIN EXECUTE format('CREATE INDEX ON %I (qty)', t); END $f$;";
     let sql = "SELECT add_qty_index('items');";
-    let full = with_rows("proc_fn_rows", schema);
+    let full = with_rows("proc_fn_rows", ADD_QTY_INDEX);
+    let native = clone_database(&full, "native");
+    cluster()
+        .psql(&native, sql)
+        .expect("the call runs natively");
+    let dirs = cluster_dirs();
+    let (plan, verdict) = traced_apply(&full, sql, &[]).await;
+    assert_eq!(cluster_dirs(), dirs, "the clone is removed");
+    let call = &plan.files[0].procedural[0];
+    assert_eq!(call.decision, "expanded", "{call:#?}");
+    assert_eq!(
+        call.executed.as_deref(),
+        Some(&["CREATE INDEX ON items (qty)".to_owned()][..]),
+        "the function's EXECUTE is logged: {call:#?}"
+    );
+    assert!(
+        call.functions
+            .iter()
+            .flatten()
+            .any(|f| f.name.name == "add_qty_index" && f.not_logged.is_none()),
+        "{call:#?}"
+    );
+    assert_eq!(verdict.outcome, Outcome::Done, "{verdict:#?}");
+    assert_eq!(
+        item_indexes(&full),
+        item_indexes(&native),
+        "same catalog as a native run"
+    );
+    assert_eq!(
+        value(&full, "SELECT count(*) FROM items"),
+        value(&native, "SELECT count(*) FROM items")
+    );
+    assert_eq!(
+        value(
+            &full,
+            "SELECT count(*) FROM pg_index WHERE indrelid = 'items'::regclass AND NOT indisvalid"
+        ),
+        "0"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nested_function_calls_are_logged_and_expanded() {
+    let _one = CLONES.lock().await;
+    let schema = format!(
+        "{ADD_QTY_INDEX}
+        CREATE FUNCTION outer_fn(t text) RETURNS void LANGUAGE plpgsql AS $f$
+        BEGIN PERFORM add_qty_index(t); END $f$;"
+    );
+    let sql = "SELECT outer_fn('items');";
+    let full = with_rows("proc_fn_nested", &schema);
+    let native = clone_database(&full, "native");
+    cluster()
+        .psql(&native, sql)
+        .expect("the call runs natively");
     let (plan, verdict) = traced_apply(&full, sql, &[]).await;
     let call = &plan.files[0].procedural[0];
+    assert_eq!(call.decision, "expanded", "{call:#?}");
+    assert_eq!(call.functions.as_ref().map(Vec::len), Some(2), "{call:#?}");
+    assert_eq!(verdict.outcome, Outcome::Done, "{verdict:#?}");
+    assert_eq!(item_indexes(&full), item_indexes(&native));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_function_whose_control_flow_reads_table_data_is_not_expanded() {
+    let _one = CLONES.lock().await;
+    let schema = "CREATE TABLE items (id bigint PRIMARY KEY, qty int);
+        CREATE FUNCTION maybe_index(t text) RETURNS void LANGUAGE plpgsql AS $f$
+        BEGIN
+            IF NOT EXISTS (SELECT 1 FROM items WHERE qty > 5000) THEN
+                EXECUTE format('CREATE INDEX ON %I (qty)', t);
+            END IF;
+        END $f$;";
+    let full = with_rows("proc_fn_reads", schema);
+    let (plan, verdict) = traced_apply(&full, "SELECT maybe_index('items');", &[]).await;
+    let call = &plan.files[0].procedural[0];
     assert_eq!(call.decision, "refused", "{call:#?}");
-    assert!(
-        call.ddl.iter().any(|d| d.command_tag == "CREATE INDEX"),
-        "the function's DDL is seen through the SELECT: {call:#?}"
-    );
-    assert!(
-        call.not_logged.is_some(),
-        "a function's body is not expanded"
-    );
+    assert!(call.reads.iter().any(|r| r.name == "items"), "{call:#?}");
     assert_eq!(verdict.outcome, Outcome::Refused);
     assert_eq!(
         value(
@@ -393,18 +469,30 @@ async fn a_function_that_runs_ddl_is_traced_through_a_select_and_bounded_by_live
         ),
         "1"
     );
+}
 
-    let empty = database("proc_fn_empty", schema);
-    let (plan, verdict) = traced_apply(&empty, sql, &[]).await;
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_function_with_an_unloggable_construct_is_not_expanded_and_says_why() {
+    let _one = CLONES.lock().await;
+    let schema = format!(
+        "{ADD_QTY_INDEX}
+        CREATE FUNCTION wrap() RETURNS void LANGUAGE sql AS $f$ CREATE INDEX ON items (qty) $f$;"
+    );
+    let full = with_rows("proc_fn_sql", &schema);
+    let (plan, verdict) = traced_apply(&full, "SELECT wrap();", &[]).await;
+    let call = &plan.files[0].procedural[0];
+    assert_eq!(call.decision, "refused", "{call:#?}");
+    let why = call.not_logged.as_deref().unwrap_or_default();
+    assert!(
+        why.contains("wrap") && why.contains("LANGUAGE sql"),
+        "{call:#?}"
+    );
+    assert_eq!(verdict.outcome, Outcome::Refused);
+
+    let empty = database("proc_fn_sql_empty", &schema);
+    let (plan, verdict) = traced_apply(&empty, "SELECT wrap();", &[]).await;
     assert_eq!(plan.files[0].procedural[0].decision, "native");
     assert_eq!(verdict.outcome, Outcome::Done, "{verdict:#?}");
-    assert_eq!(
-        value(
-            &empty,
-            "SELECT count(*) FROM pg_index WHERE indrelid = 'items'::regclass"
-        ),
-        "2"
-    );
 }
 
 /// A function that takes ACCESS EXCLUSIVE, called through `SELECT` (which states no
@@ -417,7 +505,12 @@ async fn inv_pc_1_a_function_run_natively_waits_no_longer_than_the_budget_of_wha
     let _one = CLONES.lock().await;
     let schema = "CREATE TABLE notes (id bigint PRIMARY KEY);
         CREATE FUNCTION add_body(t text) RETURNS void LANGUAGE plpgsql AS $f$
-        BEGIN EXECUTE format('ALTER TABLE %I ADD COLUMN body text', t); END $f$;";
+        BEGIN
+            -- Reads table data, so it is not expanded (PC-3): natively on an empty table.
+            IF (SELECT count(*) FROM notes) = 0 THEN
+                EXECUTE format('ALTER TABLE %I ADD COLUMN body text', t);
+            END IF;
+        END $f$;";
     let db = database("proc_fn_budget", schema);
     let sql = "SELECT add_body('notes');";
     let plan = planned(&db, sql, &[]).await;

@@ -14,6 +14,7 @@
 //! and gives back the inputs with every expanded statement replaced by its expansion,
 //! and a [`ProceduralVerdict`] per procedural statement for the reports.
 
+mod calls;
 mod combine;
 mod decide;
 mod guard;
@@ -31,8 +32,8 @@ use crate::connect::Session;
 use crate::plan::PlanInput;
 use crate::refusal::{Refusal, RefusalCause};
 use crate::trace::{
-    instrumented, trace, StatementTrace, TraceError, TraceInput, TraceTarget, TracedDdl,
-    TracedLock, TracedRewrite,
+    instrumented, trace, CalledFunction, StatementTrace, TraceError, TraceInput, TraceTarget,
+    TracedDdl, TracedLock, TracedRewrite,
 };
 
 /// How `plan`, `apply` and `migrate` treat procedural code.
@@ -199,7 +200,8 @@ pub struct ProceduralVerdict {
     pub rewrites: Vec<TracedRewrite>,
     /// The DDL the server reported on the clone.
     pub ddl: Vec<TracedDdl>,
-    /// The statements it executed, exact text, in order (a logged `DO` block).
+    /// The statements it executed, exact text, in order (a logged `DO` block and the
+    /// PL/pgSQL functions it called).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub executed: Option<Vec<String>>,
     /// User tables its control flow reads data from.
@@ -214,6 +216,9 @@ pub struct ProceduralVerdict {
     /// When guarded: the copy that runs read-only on live, and its marker.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub guard: Option<Guard>,
+    /// The user functions and procedures it called on the clone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub functions: Option<Vec<CalledFunction>>,
 }
 
 /// The inputs with expansions in place, and the verdicts per file (same order).
@@ -306,17 +311,20 @@ pub async fn prepare(
                 statements.push(statement);
                 continue;
             };
-            let not_logged = match logged.iter().find(|(i, _)| *i == statement.index) {
+            let own = match logged.iter().find(|(i, _)| *i == statement.index) {
                 Some((_, Err(why))) => Some(why.clone()),
                 Some((_, Ok(_))) => None,
-                None => Some("it is not a DO block in PL/pgSQL".to_owned()),
+                None => calls::constant_call(&statement).err(),
             };
-            let body_reads = match pgshift_sql::DoBlock::of(&statement) {
-                Ok(block) => user_relations_read(&block.queries).unwrap_or_else(|why| {
-                    vec![QualifiedName::bare(format!("(unreadable query: {why})"))]
-                }),
+            let not_logged = own.or_else(|| calls::functions_not_logged(traced));
+            let mut queries = match pgshift_sql::DoBlock::of(&statement) {
+                Ok(block) => block.queries,
                 Err(_) => Vec::new(),
             };
+            queries.extend(calls::function_queries(traced));
+            let body_reads = user_relations_read(&queries).unwrap_or_else(|why| {
+                vec![QualifiedName::bare(format!("(unreadable query: {why})"))]
+            });
             let populated = live::populated(client, &heavy_tables(traced))
                 .await
                 .map_err(live)?;
@@ -478,5 +486,6 @@ fn verdict(
         populated: facts.populated.clone(),
         not_logged: facts.not_logged.clone(),
         guard,
+        functions: traced.functions.clone(),
     }
 }

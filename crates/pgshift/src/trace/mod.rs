@@ -23,6 +23,7 @@
 mod clone;
 mod compare;
 mod error;
+mod functions;
 mod install;
 mod observe;
 mod probes;
@@ -32,15 +33,15 @@ mod types;
 pub use compare::{compare, Difference, DifferenceKind};
 pub use error::TraceError;
 pub use types::{
-    FileTrace, NestedAvailability, NestedStatement, Outcome, SchemaOrigin, StatementTrace,
-    TraceRun, TracedDdl, TracedLock, TracedRewrite,
+    CalledFunction, FileTrace, NestedAvailability, NestedStatement, Outcome, SchemaOrigin,
+    StatementTrace, TraceRun, TracedDdl, TracedLock, TracedRewrite,
 };
 
 use pgshift_sql::{NodeEnum, Statement};
 
 use crate::classify::{classify, Context, TransactionUse};
 use crate::connect::{connect, ConnectionSpec, SessionBudgets};
-use observe::Placement;
+use observe::{Placement, Recording};
 
 /// What the clone's schema is taken from.
 #[derive(Clone, Debug)]
@@ -111,10 +112,15 @@ pub async fn trace(
     let recording = matches!(clone.nested(), NestedAvailability::Recorded);
     let nested_schema = probes::install(&setup, recording).await?;
     drop(setup);
+    let mut functions = functions::Instrumented::default();
     let mut files = Vec::new();
     let mut stopped = false;
     for input in inputs {
         let client = clone.session().await?;
+        client
+            .batch_execute("SET track_functions = 'all'")
+            .await
+            .map_err(error::probe)?;
         let mut statements = Vec::new();
         for statement in input.statements {
             let traced = if stopped {
@@ -132,12 +138,17 @@ pub async fn trace(
                                 run_as.text.clone_from(text);
                                 run_as
                             });
+                        functions.refresh(&client).await?;
+                        let recording = Recording {
+                            nested: nested_schema.as_deref(),
+                            executed: replaced.is_some() || calls(statement),
+                            functions: &functions,
+                        };
                         observe::trace_statement(
                             &client,
-                            nested_schema.as_deref(),
                             replaced.as_ref().unwrap_or(statement),
                             placement,
-                            replaced.is_some(),
+                            recording,
                         )
                         .await?
                     }
@@ -157,6 +168,14 @@ pub async fn trace(
         nested_statements: clone.nested().clone(),
         files,
     })
+}
+
+/// A `SELECT` or `CALL`: what it executed is reported, empty or not.
+fn calls(statement: &Statement) -> bool {
+    matches!(
+        statement.node,
+        NodeEnum::SelectStmt(_) | NodeEnum::CallStmt(_)
+    )
 }
 
 /// How a statement runs on the clone; `None` for transaction control, which is not

@@ -19,6 +19,7 @@ use pgshift_sql::{QualifiedName, Statement};
 use tokio_postgres::Client;
 
 use super::error::{server_words, TraceError};
+use super::functions::Instrumented;
 use super::probes::{self, Stored};
 use super::types::{Outcome, StatementTrace, TracedRewrite};
 
@@ -35,18 +36,28 @@ pub(crate) enum Placement {
     Outside,
 }
 
-/// Traces `statement` on `client`. `nested` is the schema of `pg_stat_statements`,
-/// when nested statements are recorded. Errors are the tracer's own; the statement's
+/// How one statement is recorded.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Recording<'a> {
+    /// The schema of `pg_stat_statements`, when nested statements are recorded.
+    pub nested: Option<&'a str>,
+    /// Whether its `executed` log is reported even when empty (an instrumented `DO`
+    /// block, a `SELECT`, a `CALL`).
+    pub executed: bool,
+    /// The clone's functions as the tracer instrumented them.
+    pub functions: &'a Instrumented,
+}
+
+/// Traces `statement` on `client`. Errors are the tracer's own; the statement's
 /// failure is an [`Outcome::Failed`].
 pub(crate) async fn trace_statement(
     client: &Client,
-    nested: Option<&str>,
     statement: &Statement,
     placement: Placement,
-    instrumented: bool,
+    recording: Recording<'_>,
 ) -> Result<StatementTrace, TraceError> {
     if placement == Placement::Transaction {
-        let traced = in_transaction(client, nested, statement, instrumented).await?;
+        let traced = in_transaction(client, statement, recording).await?;
         let retry = matches!(
             &traced.outcome,
             Outcome::Failed { sqlstate: Some(code), .. } if OUTSIDE_ONLY.contains(&code.as_str())
@@ -55,16 +66,15 @@ pub(crate) async fn trace_statement(
             return Ok(traced);
         }
     }
-    outside(client, nested, statement, instrumented).await
+    outside(client, statement, recording).await
 }
 
 async fn in_transaction(
     client: &Client,
-    nested: Option<&str>,
     statement: &Statement,
-    instrumented: bool,
+    recording: Recording<'_>,
 ) -> Result<StatementTrace, TraceError> {
-    reset(client, nested).await?;
+    reset(client, recording.nested).await?;
     client
         .batch_execute("BEGIN")
         .await
@@ -75,9 +85,11 @@ async fn in_transaction(
         return Ok(failed(statement.index, &err));
     }
     let locks = probes::locks(client, &before).await?;
-    let mut traced = record(client, nested, statement.index, &before, instrumented).await?;
+    let functions = recording.functions.called(client).await?;
+    let mut traced = record(client, statement.index, &before, recording).await?;
     traced.in_transaction = true;
     traced.locks = Some(locks);
+    traced.functions = Some(functions);
     if let Err(err) = client.batch_execute("COMMIT").await {
         // A deferred constraint or trigger can fail at commit.
         return Ok(failed(statement.index, &err));
@@ -87,34 +99,30 @@ async fn in_transaction(
 
 async fn outside(
     client: &Client,
-    nested: Option<&str>,
     statement: &Statement,
-    instrumented: bool,
+    recording: Recording<'_>,
 ) -> Result<StatementTrace, TraceError> {
-    reset(client, nested).await?;
+    reset(client, recording.nested).await?;
     let before = probes::storage(client).await?;
     if let Err(err) = client.batch_execute(&statement.text).await {
         return Ok(failed(statement.index, &err));
     }
-    record(client, nested, statement.index, &before, instrumented).await
+    record(client, statement.index, &before, recording).await
 }
 
 /// The recorders' rows, the rewrites and the nested statements after a statement.
 async fn record(
     client: &Client,
-    nested: Option<&str>,
     index: usize,
     before: &BTreeMap<u32, Stored>,
-    instrumented: bool,
+    recording: Recording<'_>,
 ) -> Result<StatementTrace, TraceError> {
     let (ddl, reported) = probes::drain(client).await?;
-    let executed = if instrumented {
-        Some(probes::drain_executed(client).await?)
-    } else {
-        None
-    };
+    // Always drained: any statement may call an instrumented function.
+    let logged = probes::drain_executed(client).await?;
+    let executed = (recording.executed || !logged.is_empty()).then_some(logged);
     let after = probes::storage(client).await?;
-    let nested = match nested {
+    let nested = match recording.nested {
         Some(schema) => Some(probes::nested(client, schema).await?),
         None => None,
     };
@@ -127,6 +135,7 @@ async fn record(
         ddl,
         nested,
         executed,
+        functions: None,
     })
 }
 

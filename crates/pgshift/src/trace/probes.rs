@@ -30,7 +30,10 @@ CREATE TABLE pgshift_trace.executed (seq bigserial, statement_text text);
 CREATE FUNCTION pgshift_trace.log(statement_text text) RETURNS text LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp {track} AS $fn$
 BEGIN
-    INSERT INTO pgshift_trace.executed (statement_text) VALUES (statement_text);
+    -- What a trigger's function runs is not its caller's own statement.
+    IF pg_catalog.pg_trigger_depth() = 0 THEN
+        INSERT INTO pgshift_trace.executed (statement_text) VALUES (statement_text);
+    END IF;
     RETURN statement_text;
 END $fn$;
 CREATE FUNCTION pgshift_trace.on_ddl() RETURNS event_trigger LANGUAGE plpgsql
@@ -64,8 +67,8 @@ CREATE EVENT TRIGGER pgshift_trace_rewrite ON table_rewrite
     EXECUTE FUNCTION pgshift_trace.on_rewrite();
 "#;
 
-/// The function an instrumented `DO` block calls with each statement it is about to
-/// execute ([`pgshift_sql::DoBlock::instrument`]).
+/// The function an instrumented `DO` block or function calls with each statement it
+/// is about to execute (not logged inside a trigger) ([`pgshift_sql::DoBlock::instrument`]).
 pub(crate) const LOG_FUNCTION: &str = "pgshift_trace.log";
 
 /// Relations of the recorders (and system catalogs, OIDs below 16384, PostgreSQL's

@@ -78,11 +78,37 @@ pub struct StatementTrace {
     /// SQL, the server's own SPI queries), from `pg_stat_statements`: unordered (sorted
     /// by text), with call counts; `None` when not recorded.
     pub nested: Option<Vec<NestedStatement>>,
-    /// For a `DO` block run instrumented: the statements it executed, in order, as
-    /// exact text (static DDL of its body and the strings its `EXECUTE`s ran);
-    /// `None` when it was not instrumented.
+    /// For a `DO` block run instrumented, a `SELECT` or `CALL`, and any statement that
+    /// ran an instrumented function: the statements it executed, in order, as exact
+    /// text (static DDL of a body and the strings its `EXECUTE`s ran, in the block and
+    /// in the PL/pgSQL functions it called); `None` otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub executed: Option<Vec<String>>,
+    /// The user functions and procedures its transaction called (nested calls and
+    /// trigger functions included), from `pg_stat_xact_user_functions` before
+    /// `COMMIT`; `None` when not read (it ran outside a transaction block).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub functions: Option<Vec<CalledFunction>>,
+}
+
+/// A user function or procedure a statement called on the clone.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CalledFunction {
+    /// Schema-qualified name.
+    pub name: QualifiedName,
+    /// Its identity arguments (`tbl regclass`), which tell overloads apart.
+    pub arguments: String,
+    /// `function`, `procedure`, `trigger` or `event-trigger`.
+    pub kind: &'static str,
+    /// Its language (`plpgsql`, `sql`, …).
+    pub language: String,
+    /// Why the statements it executed were not logged, when they were not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_logged: Option<String>,
+    /// The queries and expressions of its body other than its DDL (a PL/pgSQL
+    /// function read by `pgshift_sql::DoBlock`), to tell what its control flow reads.
+    #[serde(skip)]
+    pub queries: Vec<String>,
 }
 
 /// What happened to a statement.
@@ -178,6 +204,7 @@ impl StatementTrace {
             ddl: Vec::new(),
             nested: None,
             executed: None,
+            functions: None,
         }
     }
 
