@@ -188,8 +188,7 @@ impl StandbyReader {
             task.abort();
             let _ = task.await;
         }
-        let log = self.log.lock().map(|l| l.clone()).unwrap_or_default();
-        log
+        self.log.lock().map(|l| l.clone()).unwrap_or_default()
     }
 }
 
