@@ -20,6 +20,10 @@
 //!   relation such as `pgshift.shadow_x`) on the server and reports lost,
 //!   resurrected, wrong-content, phantom and duplicated rows.
 //!
+//! * [`standby_reader`] reads a table in `(created_at, id)` pages behind a fence,
+//!   on a standby through a copy-and-swap run, and checks every pass for skipped
+//!   and repeated rows and cancelled queries.
+//!
 //! The load only ever connects with the connection string it is given.
 //!
 //! # Example
@@ -63,6 +67,7 @@ pub mod pacing;
 mod psql;
 mod rng;
 pub mod schema;
+pub mod standby_reader;
 pub mod stats;
 mod table;
 pub mod timeline;
