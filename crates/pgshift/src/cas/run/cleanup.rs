@@ -103,6 +103,7 @@ async fn step(
         statements: Vec::new(),
         accepted_blocking: false,
         copy_and_swap: None,
+        whole_on_empty: false,
     };
     let mut jitter = Jitter::from_clock();
     let done = run_unit(
