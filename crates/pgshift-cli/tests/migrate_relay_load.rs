@@ -1,9 +1,9 @@
 //! `pgshift migrate` on the relay's own migrations directory
 //! (`crates/pgshift/tests/data/migrations/relay`), against PostgreSQL as the oracle:
 //!
-//! * on a fresh install (schema, no rows), the whole directory: migrate runs every
-//!   file but the two it refuses ([`REFUSED_TODAY`], `not-splittable`), each applied
-//!   natively by hand (`psql`) and recorded with `--baseline` so migrate goes on; the
+//! * on a fresh install (schema, no rows), the whole directory, every file through
+//!   migrate: 0015 and 0020, explicit blocks that must stay one transaction, run whole
+//!   as written because every table they lock is empty here (TX-1); the
 //!   procedural files (0024, 0034–0039) run by their traces ([`FRESH_PROCEDURAL`]),
 //!   0034's hidden rewrite of `events` through copy-and-swap; the result is the
 //!   catalog a native run of the directory produces;
@@ -36,9 +36,12 @@ use pgshift_embedded::{shared_cluster, Cluster};
 use serde_json::Value;
 
 /// The files `migrate` refuses on a fresh install, with the line and cause of the
-/// refusal: two transactions it would have to split. Every procedural file runs.
-const REFUSED_TODAY: &[(u32, u64, &str)] =
-    &[(15, 12, "not-splittable"), (20, 13, "not-splittable")];
+/// refusal: none. 0015 and 0020 (transactions it would have to split) run whole on
+/// the empty tables (TX-1); every procedural file runs.
+const REFUSED_TODAY: &[(u32, u64, &str)] = &[];
+
+/// The explicit blocks that run whole on a fresh install, by version.
+const WHOLE_ON_EMPTY: &[u32] = &[15, 20];
 
 /// What the procedural files decide on a fresh install (empty tables): 0024, 0035–0038
 /// run natively (catalog-only, a data check, or the tables they rewrite are empty),
@@ -248,9 +251,8 @@ fn the_whole_directory_on_a_fresh_install_matches_a_native_run() {
         .map(|(v, l, c)| (*v, *l, (*c).to_owned()))
         .collect();
     assert_eq!(refusals, expected, "the files migrate refuses today");
-    // The first run applied everything before 0015: the last file migrate reaches
-    // on its own today is 0014.
-    assert_eq!(ran[..14], (1..=14).collect::<Vec<_>>());
+    // The first run applied every file, 0015 and 0020 included.
+    assert_eq!(ran, (1..=NEWEST).collect::<Vec<_>>());
     let by_migrate: Vec<u32> = (1..=NEWEST)
         .filter(|v| !REFUSED_TODAY.iter().any(|r| r.0 == *v))
         .collect();
@@ -284,6 +286,11 @@ fn the_whole_directory_on_a_fresh_install_matches_a_native_run() {
             let said = entry["why"].as_str().unwrap_or("");
             assert!(said.contains(why), "file {version}: {said}");
         }
+    }
+    // 0015 and 0020 each ran as one unit, whole, as written (TX-1).
+    for version in WHOLE_ON_EMPTY {
+        let units = file_entry(last, *version)["units"].as_array().map_or(0, Vec::len);
+        assert_eq!(units, 1, "file {version} runs as one unit: {last:#}");
     }
     // 0034's hidden rewrite ran through copy-and-swap (events has no rows here).
     assert_eq!(
