@@ -1,9 +1,9 @@
 //! `pgshift migrate` on the relay's own migrations directory
 //! (`crates/pgshift/tests/data/migrations/relay`), against PostgreSQL as the oracle:
 //!
-//! * on a fresh install (schema, no rows), the whole directory, every file through
-//!   migrate: 0015 and 0020, explicit blocks that must stay one transaction, run whole
-//!   as written because every table they lock is empty here (TX-1); the
+//! * on a fresh install (schema, no rows), the whole directory: migrate runs every
+//!   file but the two it refuses ([`REFUSED_TODAY`], `not-splittable`), each applied
+//!   natively by hand (`psql`) and recorded with `--baseline` so migrate goes on; the
 //!   procedural files (0024, 0034–0039) run by their traces ([`FRESH_PROCEDURAL`]),
 //!   0034's hidden rewrite of `events` through copy-and-swap; the result is the
 //!   catalog a native run of the directory produces;
@@ -12,9 +12,10 @@
 //!   stretches between the files migrate refuses: the lost-write oracle finds no
 //!   lost write, no writer waits longer than the lock budget plus a margin (the
 //!   writers' own measurement), no write is refused; 0034's rewrite is expanded and
-//!   runs through copy-and-swap (from migrate's JSON); 0036 and 0037, refused on
-//!   tables with rows (`procedural-blocking`), go on with `--allow-procedural`
-//!   (exit 3), and 0036 leaves `events` unrewritten; at the end the catalog and every
+//!   runs through copy-and-swap (from migrate's JSON); 0036 is guarded (PC-3a: run
+//!   read-only on live, a no-op there, applied) and leaves `events` unrewritten; 0037,
+//!   refused on tables with rows (`procedural-blocking`), goes on with
+//!   `--allow-procedural` (exit 3); at the end the catalog and every
 //!   trigger (names, enable states, a clone on every partition of `events`) are what
 //!   a native run of the same files leaves. The stretch with the rewrites of `events`
 //!   through copy-and-swap (0005–0014) is its own test; the other runs from 0009.
@@ -36,12 +37,9 @@ use pgshift_embedded::{shared_cluster, Cluster};
 use serde_json::Value;
 
 /// The files `migrate` refuses on a fresh install, with the line and cause of the
-/// refusal: none. 0015 and 0020 (transactions it would have to split) run whole on
-/// the empty tables (TX-1); every procedural file runs.
-const REFUSED_TODAY: &[(u32, u64, &str)] = &[];
-
-/// The explicit blocks that run whole on a fresh install, by version.
-const WHOLE_ON_EMPTY: &[u32] = &[15, 20];
+/// refusal: two transactions it would have to split. Every procedural file runs.
+const REFUSED_TODAY: &[(u32, u64, &str)] =
+    &[(15, 12, "not-splittable"), (20, 13, "not-splittable")];
 
 /// What the procedural files decide on a fresh install (empty tables): 0024, 0035–0038
 /// run natively (catalog-only, a data check, or the tables they rewrite are empty),
@@ -251,8 +249,9 @@ fn the_whole_directory_on_a_fresh_install_matches_a_native_run() {
         .map(|(v, l, c)| (*v, *l, (*c).to_owned()))
         .collect();
     assert_eq!(refusals, expected, "the files migrate refuses today");
-    // The first run applied every file, 0015 and 0020 included.
-    assert_eq!(ran, (1..=NEWEST).collect::<Vec<_>>());
+    // The first run applied everything before 0015: the last file migrate reaches
+    // on its own today is 0014.
+    assert_eq!(ran[..14], (1..=14).collect::<Vec<_>>());
     let by_migrate: Vec<u32> = (1..=NEWEST)
         .filter(|v| !REFUSED_TODAY.iter().any(|r| r.0 == *v))
         .collect();
@@ -286,11 +285,6 @@ fn the_whole_directory_on_a_fresh_install_matches_a_native_run() {
             let said = entry["why"].as_str().unwrap_or("");
             assert!(said.contains(why), "file {version}: {said}");
         }
-    }
-    // 0015 and 0020 each ran as one unit, whole, as written (TX-1).
-    for version in WHOLE_ON_EMPTY {
-        let units = file_entry(last, *version)["units"].as_array().map_or(0, Vec::len);
-        assert_eq!(units, 1, "file {version} runs as one unit: {last:#}");
     }
     // 0034's hidden rewrite ran through copy-and-swap (events has no rows here).
     assert_eq!(
@@ -582,66 +576,63 @@ async fn a_seeded_relay_migrates_to_the_newest_version_under_load() {
     apply_natively(cluster(), &live, 20..=20);
     baseline(&conninfo, 20);
 
-    // 0021-0035 under load, the procedural files included: 0024 natively, 0034's
+    // 0021-0036 under load, the procedural files included: 0024 natively, 0034's
     // hidden rewrite of events expanded and run through copy-and-swap, 0035's data
-    // check natively against the live rows. Migrate stops at 0036, whose rewrite
-    // depends on the data (PC-3: refused on a table with rows).
+    // check natively against the live rows, and 0036, whose rewrite depends on the
+    // data, guarded (PC-3a): run read-only on live, where events has rows, it executes
+    // nothing, so it is applied as the no-op it is here (no `--allow-procedural`).
+    // Migrate then stops at 0037: its two `SELECT relay_add_updated_at(…)` run `ALTER
+    // TABLE … ADD COLUMN` inside a function, which pgshift traces but does not expand,
+    // on tables with rows (PC-3; see README's limitations).
     let before_0034 = events_storage(&live);
     let stretch = migrate_under_load(&conninfo, &conninfo).await;
     assert_eq!(stretch.code, 2, "{:#}", stretch.json);
-    assert_eq!(applied(&stretch.json), (21..=35).collect::<Vec<_>>());
+    assert_eq!(applied(&stretch.json), (21..=36).collect::<Vec<_>>());
     assert_eq!(
         refused(&stretch.json),
-        Some((36, 13, "procedural-blocking".to_owned()))
+        Some((37, 12, "procedural-blocking".to_owned()))
     );
     assert_eq!(procedural(&stretch.json, 24), [(10, "native".to_owned())]);
     assert_eq!(procedural(&stretch.json, 34), [(18, "expanded".to_owned())]);
     assert_eq!(procedural(&stretch.json, 35), [(15, "native".to_owned())]);
-    assert_eq!(procedural(&stretch.json, 36), [(13, "refused".to_owned())]);
+    assert_eq!(procedural(&stretch.json, 36), [(13, "guarded".to_owned())]);
+    assert_eq!(file_entry(&stretch.json, 36)["status"], "applied");
+    let guarded = &file_entry(&stretch.json, 36)["verdict"]["units"][0]["report"]["guarded"];
+    assert_eq!(
+        guarded,
+        "ran read-only on live: a no-op here",
+        "{:#}",
+        file_entry(&stretch.json, 36)
+    );
+    assert_eq!(
+        procedural(&stretch.json, 37),
+        [(12, "refused".to_owned()), (14, "refused".to_owned())]
+    );
     let swaps = copy_and_swap_runs(&stretch.json, 34);
     assert!(
         matches!(swaps.as_slice(), [(table, phase, rows)]
             if table == "\"public\".\"events\"" && phase == "done" && *rows > 0),
         "0034's rewrite of events through copy-and-swap: {swaps:?}"
     );
-    check_load(&mut client, &stretch, "0021-0035").await;
+    check_load(&mut client, &stretch, "0021-0036").await;
+    let storage = events_storage(&live);
     assert_ne!(
-        events_storage(&live),
-        before_0034,
+        storage, before_0034,
         "copy-and-swap gave events new storage in 0034"
     );
-
-    // The operator's way on: `--allow-procedural` runs 0036 as written, a no-op on
-    // events with rows (its file nodes do not change), under load. Migrate then stops
-    // at 0037: its two `SELECT relay_add_updated_at(…)` run `ALTER TABLE … ADD COLUMN`
-    // inside a function, which pgshift traces but does not expand, on tables with rows
-    // (PC-3; see README's limitations).
-    let storage = events_storage(&live);
     assert!(
         storage.lines().count() > 5,
         "events and its partitions: {storage}"
     );
-    let allow = relay::file(36);
-    let stretch =
-        migrate_under_load_with(&conninfo, &conninfo, &["--allow-procedural", &allow]).await;
-    assert_eq!(stretch.code, 2, "{:#}", stretch.json);
-    assert_eq!(applied(&stretch.json), [36]);
-    assert_eq!(file_entry(&stretch.json, 36)["status"], "applied-blocking");
-    assert_eq!(procedural(&stretch.json, 36), [(13, "accepted".to_owned())]);
-    assert_eq!(
-        events_storage(&live),
-        storage,
+    // 0036 ran read-only: d_tag is still text (checked against the catalog below).
+    assert!(
+        cluster()
+            .psql(&live, "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'events'::regclass AND attname = 'd_tag'")
+            .expect("pg_attribute readable")
+            .trim()
+            == "text",
         "0036 did not rewrite events (it has rows)"
     );
-    assert_eq!(
-        refused(&stretch.json),
-        Some((37, 12, "procedural-blocking".to_owned()))
-    );
-    assert_eq!(
-        procedural(&stretch.json, 37),
-        [(12, "refused".to_owned()), (14, "refused".to_owned())]
-    );
-    check_load(&mut client, &stretch, "0036").await;
 
     // 0037 accepted the same way (exit 3): the rest applies under load, 0038's
     // trigger loop natively and 0039's index expanded.
@@ -661,7 +652,7 @@ async fn a_seeded_relay_migrates_to_the_newest_version_under_load() {
     assert_eq!(
         events_storage(&live),
         storage,
-        "nothing after 0035 rewrote events"
+        "nothing after 0036 rewrote events"
     );
 
     // PostgreSQL as the oracle: the same files run natively on the clone.
