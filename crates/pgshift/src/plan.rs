@@ -341,6 +341,17 @@ fn fold(script: &mut Script, schedule: &Schedule, snapshot: &CatalogSnapshot) {
         let Scheduled::Unit { unit } = item else {
             continue;
         };
+        if unit.whole_on_empty {
+            for &index in &unit.statements {
+                if let Some(item) = script.statements.get_mut(index) {
+                    push_reason(
+                        &mut item.classification.reasons,
+                        "runs whole as one transaction, as written: every table its block locks is empty here (TX-1)"
+                            .to_owned(),
+                    );
+                }
+            }
+        }
         if !unit.accepted_blocking {
             continue;
         }

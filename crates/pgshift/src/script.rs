@@ -13,6 +13,7 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
+use crate::catalog::volume::{live_volume, LiveVolume};
 use crate::catalog::CatalogSnapshot;
 use crate::classify::{classify, Classification, Context, Effect, OperationKind, WorkClass};
 use crate::lock::LockMode;
@@ -63,6 +64,10 @@ pub struct AnalyzedStatement {
     pub replica_role: bool,
     /// Relations it takes locks on that were created earlier in the same file.
     pub new_relations: Vec<QualifiedName>,
+    /// The live sizes of the relations with rows of their own it locks that existed
+    /// before the input (unknown offline): what a block that must stay whole is judged
+    /// by.
+    pub live: Vec<LiveVolume>,
 }
 
 impl AnalyzedStatement {
@@ -219,6 +224,13 @@ pub fn analyze(
             .filter(|lock| context.is_new(&lock.relation))
             .map(|lock| lock.relation.clone())
             .collect();
+        let mut live: Vec<LiveVolume> = Vec::new();
+        for lock in &classification.locks {
+            if context.is_new(&lock.relation) || live.iter().any(|v| v.relation == lock.relation) {
+                continue;
+            }
+            live.extend(live_volume(knowledge.facts, &lock.relation));
+        }
         let mut item = AnalyzedStatement {
             statement,
             classification,
@@ -226,6 +238,7 @@ pub fn analyze(
             lock_timeout_ms: walk.lock_timeout(),
             replica_role: walk.local_replica.unwrap_or(walk.session_replica),
             new_relations,
+            live,
         };
         apply_effects(&mut walk, &mut item, index);
         analyzed.push(item);

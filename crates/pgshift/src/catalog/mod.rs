@@ -3,6 +3,7 @@
 pub mod declared;
 pub mod facts;
 pub mod read;
+pub mod volume;
 
 pub use declared::DeclaredSchema;
 pub use facts::*;

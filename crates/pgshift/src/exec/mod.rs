@@ -22,6 +22,7 @@ pub mod progress;
 pub mod schedule;
 pub mod split;
 pub mod unit;
+mod whole;
 
 pub use apply::{
     apply, run_schedule, ApplyOptions, ApplyVerdict, Ledger, Outcome, Sessions, UnitResult,

@@ -28,6 +28,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::unit::Unit;
+use super::whole::{self, Whole};
 use crate::classify::{Classification, Effect, OperationKind, TransactionUse, WorkClass};
 use crate::refusal::{Refusal, RefusalCause};
 use crate::route::{Route, Step, StepLock};
@@ -141,7 +142,9 @@ fn no_blocking_work_called_online(
         let Scheduled::Unit { unit } = item else {
             continue;
         };
-        if unit.copy_and_swap.is_some() {
+        // INV: TX-1 — a block run whole on tables that are empty on the live server
+        // has no rows to scan or rewrite under its locks.
+        if unit.copy_and_swap.is_some() || unit.whole_on_empty {
             continue;
         }
         let statements: Vec<(usize, &AnalyzedStatement)> = unit
@@ -237,28 +240,7 @@ fn schedule_block(
         c.route == Route::Native && c.transaction != TransactionUse::OutsideOnly
     });
     if all_as_written {
-        for &i in &members {
-            refuse_replica_role(&script.statements[i], i, schedule);
-        }
-        let steps: Vec<Step> = members
-            .iter()
-            .filter(|&&i| !is_timeout_setting(&script.statements[i].classification))
-            .map(|&i| as_written(&script.statements[i]))
-            .collect();
-        if !steps.is_empty() {
-            schedule.items.push(Scheduled::Unit {
-                unit: Unit {
-                    steps,
-                    transactional: true,
-                    statements: members.clone(),
-                    accepted_blocking: members
-                        .iter()
-                        .any(|&i| accepted_procedural(&script.statements[i].classification)),
-                    copy_and_swap: None,
-                    guard: None,
-                },
-            });
-        }
+        push_whole(script, &members, false, schedule);
         return;
     }
     let transaction = script.statements[block[0]]
@@ -275,15 +257,43 @@ fn schedule_block(
         transaction.is_some_and(|t| !t.data_changes.is_empty() && !t.schema_changes.is_empty());
     if has_lock_table || dml_with_ddl {
         let first = &script.statements[block[0]];
+        let line = first.statement.position.line;
+        let why = if has_lock_table {
+            "LOCK TABLE"
+        } else {
+            "data changes with schema changes"
+        };
+        let live = match whole::judge(script, &members) {
+            Whole::Runs { tables } => {
+                schedule.notes.push(format!(
+                    "the transaction block at line {line} runs whole as one transaction, as written ({why}): every table it locks is empty here{}",
+                    if tables.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", whole::names(&tables))
+                    }
+                ));
+                push_whole(script, &members, true, schedule);
+                return;
+            }
+            Whole::Populated { tables } => format!(
+                "; it would run whole only where every table it locks is empty, and here {} {}",
+                whole::sizes(&tables),
+                if tables.len() == 1 {
+                    "is not"
+                } else {
+                    "are not"
+                }
+            ),
+            Whole::NotAsWritten => String::new(),
+        };
         schedule.refusals.push(StatementRefusal {
             statement: block[0],
-            line: first.statement.position.line,
+            line,
             refusal: Refusal::new(
                 RefusalCause::NotSplittable,
                 format!(
-                    "the transaction block at line {} relies on running as one transaction ({}), but some of its statements need steps that cannot share one bounded transaction; move the data change (or the LOCK TABLE and what it protects) to its own migration file, and the schema changes to another",
-                    first.statement.position.line,
-                    if has_lock_table { "LOCK TABLE" } else { "data changes with schema changes" }
+                    "the transaction block at line {line} relies on running as one transaction ({why}), but some of its statements need steps that cannot share one bounded transaction{live}; move the data change (or the LOCK TABLE and what it protects) to its own migration file, and the schema changes to another"
                 ),
             ),
         });
@@ -296,6 +306,35 @@ fn schedule_block(
     for &i in &members {
         schedule_statement(&script.statements[i], i, options, schedule);
     }
+}
+
+/// The block's statements as one transactional unit, each as written (settings of
+/// the timeouts left out: pgshift's budgets govern).
+fn push_whole(script: &Script, members: &[usize], whole_on_empty: bool, schedule: &mut Schedule) {
+    for &i in members {
+        refuse_replica_role(&script.statements[i], i, schedule);
+    }
+    let steps: Vec<Step> = members
+        .iter()
+        .filter(|&&i| !is_timeout_setting(&script.statements[i].classification))
+        .map(|&i| as_written(&script.statements[i]))
+        .collect();
+    if steps.is_empty() {
+        return;
+    }
+    schedule.items.push(Scheduled::Unit {
+        unit: Unit {
+            steps,
+            transactional: true,
+            statements: members.to_vec(),
+            accepted_blocking: members
+                .iter()
+                .any(|&i| accepted_procedural(&script.statements[i].classification)),
+            copy_and_swap: None,
+            guard: None,
+            whole_on_empty,
+        },
+    });
 }
 
 fn is_timeout_setting(c: &Classification) -> bool {
@@ -364,6 +403,7 @@ fn schedule_statement(
                 accepted_blocking: accepted_procedural(c),
                 copy_and_swap: None,
                 guard: guarded(c),
+                whole_on_empty: false,
             },
         }),
         Route::NativeSequence { steps } => {
@@ -376,6 +416,7 @@ fn schedule_statement(
                         accepted_blocking: false,
                         copy_and_swap: None,
                         guard: None,
+                        whole_on_empty: false,
                     },
                 });
             }
@@ -392,6 +433,7 @@ fn schedule_statement(
                         accepted_blocking: false,
                         copy_and_swap: Some(lock.relation.clone()),
                         guard: None,
+                        whole_on_empty: false,
                     },
                 });
             } else {
@@ -452,6 +494,7 @@ fn blocking_form(item: &AnalyzedStatement, index: usize) -> Scheduled {
             accepted_blocking: true,
             copy_and_swap: None,
             guard: None,
+            whole_on_empty: false,
         },
     }
 }

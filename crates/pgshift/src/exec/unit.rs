@@ -40,6 +40,11 @@ pub struct Unit {
     /// runs read-only on live instead ([`super::guarded`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guard: Option<crate::procedural::Guard>,
+    /// An explicit block that must stay one transaction, run whole and as written
+    /// because every pre-existing table it locks holds no rows on the live server
+    /// (invariant TX-1).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub whole_on_empty: bool,
 }
 
 impl Unit {

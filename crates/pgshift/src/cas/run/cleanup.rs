@@ -104,6 +104,7 @@ async fn step(
         accepted_blocking: false,
         copy_and_swap: None,
         guard: None,
+        whole_on_empty: false,
     };
     let mut jitter = Jitter::from_clock();
     let done = run_unit(
