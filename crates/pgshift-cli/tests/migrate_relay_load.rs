@@ -12,10 +12,10 @@
 //!   stretches between the files migrate refuses: the lost-write oracle finds no
 //!   lost write, no writer waits longer than the lock budget plus a margin (the
 //!   writers' own measurement), no write is refused; 0034's rewrite is expanded and
-//!   runs through copy-and-swap (from migrate's JSON); 0036 is guarded (PC-3a: run
-//!   read-only on live, a no-op there, applied) and leaves `events` unrewritten; 0037,
-//!   refused on tables with rows (`procedural-blocking`), goes on with
-//!   `--allow-procedural` (exit 3); at the end the catalog and every
+//!   runs through copy-and-swap (from migrate's JSON); 0036 is guarded (PC-5: run
+//!   read-only on live, a no-op there, applied) and leaves `events` unrewritten; 0037's
+//!   function calls are expanded (PC-2: the function's `ALTER TABLE … ADD COLUMN`s,
+//!   each by its route), with no escape hatch; at the end the catalog and every
 //!   trigger (names, enable states, a clone on every partition of `events`) are what
 //!   a native run of the same files leaves. The stretch with the rewrites of `events`
 //!   through copy-and-swap (0005–0014) is its own test; the other runs from 0009.
@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use common::pgshift;
 use common::relay::{
-    self, apply_natively, events_triggers, partitions, schema_database, triggers, DIR, NEWEST,
+    apply_natively, events_triggers, partitions, schema_database, triggers, DIR, NEWEST,
 };
 use pgshift_bench::load::{self, LoadConfig, LoadReport};
 use pgshift_bench::oracle::{self, OracleOptions};
@@ -49,7 +49,7 @@ const FRESH_PROCEDURAL: &[(u32, &[(u64, &str)])] = &[
     (34, &[(18, "expanded")]),
     (35, &[(15, "native")]),
     (36, &[(13, "native")]),
-    (37, &[(12, "native"), (14, "native")]),
+    (37, &[(12, "expanded"), (14, "expanded")]),
     (38, &[(14, "native")]),
     (39, &[(12, "expanded")]),
 ];
@@ -269,14 +269,9 @@ fn the_whole_directory_on_a_fresh_install_matches_a_native_run() {
             "file {version}: {last:#}"
         );
     }
-    // Why they ran natively: 0036 and 0037 take strong locks (a rewrite, `ALTER TABLE`
-    // through a function) on tables that are empty here (PC-3); 0038 only creates
-    // triggers (PC-1).
-    for (version, why) in [
-        (36, "are empty here"),
-        (37, "are empty here"),
-        (38, "changes only the catalog"),
-    ] {
+    // Why they ran natively: 0036 takes a strong lock (a rewrite) on a table that is
+    // empty here (PC-3); 0038 only creates triggers (PC-1).
+    for (version, why) in [(36, "are empty here"), (38, "changes only the catalog")] {
         for entry in file_entry(last, version)["procedural"]
             .as_array()
             .into_iter()
@@ -579,19 +574,16 @@ async fn a_seeded_relay_migrates_to_the_newest_version_under_load() {
     // 0021-0036 under load, the procedural files included: 0024 natively, 0034's
     // hidden rewrite of events expanded and run through copy-and-swap, 0035's data
     // check natively against the live rows, and 0036, whose rewrite depends on the
-    // data, guarded (PC-3a): run read-only on live, where events has rows, it executes
+    // data, guarded (PC-5): run read-only on live, where events has rows, it executes
     // nothing, so it is applied as the no-op it is here (no `--allow-procedural`).
-    // Migrate then stops at 0037: its two `SELECT relay_add_updated_at(…)` run `ALTER
-    // TABLE … ADD COLUMN` inside a function, which pgshift traces but does not expand,
-    // on tables with rows (PC-3; see README's limitations).
+    // Then 0037's two `SELECT relay_add_updated_at(…)`, whose function runs `ALTER
+    // TABLE … ADD COLUMN` through EXECUTE: expanded (PC-2) into those statements, each
+    // run by its route; 0038's trigger loop natively and 0039's index expanded.
     let before_0034 = events_storage(&live);
     let stretch = migrate_under_load(&conninfo, &conninfo).await;
-    assert_eq!(stretch.code, 2, "{:#}", stretch.json);
-    assert_eq!(applied(&stretch.json), (21..=36).collect::<Vec<_>>());
-    assert_eq!(
-        refused(&stretch.json),
-        Some((37, 12, "procedural-blocking".to_owned()))
-    );
+    assert_eq!(stretch.code, 0, "{:#}", stretch.json);
+    assert_eq!(applied(&stretch.json), (21..=NEWEST).collect::<Vec<_>>());
+    assert_eq!(refused(&stretch.json), None);
     assert_eq!(procedural(&stretch.json, 24), [(10, "native".to_owned())]);
     assert_eq!(procedural(&stretch.json, 34), [(18, "expanded".to_owned())]);
     assert_eq!(procedural(&stretch.json, 35), [(15, "native".to_owned())]);
@@ -606,15 +598,18 @@ async fn a_seeded_relay_migrates_to_the_newest_version_under_load() {
     );
     assert_eq!(
         procedural(&stretch.json, 37),
-        [(12, "refused".to_owned()), (14, "refused".to_owned())]
+        [(12, "expanded".to_owned()), (14, "expanded".to_owned())]
     );
+    assert_eq!(file_entry(&stretch.json, 37)["status"], "applied");
+    assert_eq!(procedural(&stretch.json, 38), [(14, "native".to_owned())]);
+    assert_eq!(procedural(&stretch.json, 39), [(12, "expanded".to_owned())]);
     let swaps = copy_and_swap_runs(&stretch.json, 34);
     assert!(
         matches!(swaps.as_slice(), [(table, phase, rows)]
             if table == "\"public\".\"events\"" && phase == "done" && *rows > 0),
         "0034's rewrite of events through copy-and-swap: {swaps:?}"
     );
-    check_load(&mut client, &stretch, "0021-0036").await;
+    check_load(&mut client, &stretch, "0021-0039").await;
     let storage = events_storage(&live);
     assert_ne!(
         storage, before_0034,
@@ -634,25 +629,13 @@ async fn a_seeded_relay_migrates_to_the_newest_version_under_load() {
         "0036 did not rewrite events (it has rows)"
     );
 
-    // 0037 accepted the same way (exit 3): the rest applies under load, 0038's
-    // trigger loop natively and 0039's index expanded.
-    let allow = relay::file(37);
-    let stretch =
-        migrate_under_load_with(&conninfo, &conninfo, &["--allow-procedural", &allow]).await;
-    assert_eq!(stretch.code, 3, "{:#}", stretch.json);
-    assert_eq!(applied(&stretch.json), (37..=NEWEST).collect::<Vec<_>>());
-    assert_eq!(file_entry(&stretch.json, 37)["status"], "applied-blocking");
     assert_eq!(
-        procedural(&stretch.json, 37),
-        [(12, "accepted".to_owned()), (14, "accepted".to_owned())]
-    );
-    assert_eq!(procedural(&stretch.json, 38), [(14, "native".to_owned())]);
-    assert_eq!(procedural(&stretch.json, 39), [(12, "expanded".to_owned())]);
-    check_load(&mut client, &stretch, "0037-0039").await;
-    assert_eq!(
-        events_storage(&live),
-        storage,
-        "nothing after 0036 rewrote events"
+        cluster()
+            .psql(&live, "SELECT count(*) FROM pg_attribute WHERE attname = 'updated_at' AND attrelid IN ('channels'::regclass, 'communities'::regclass)")
+            .expect("pg_attribute readable")
+            .trim(),
+        "2",
+        "0037's expanded ADD COLUMNs ran"
     );
 
     // PostgreSQL as the oracle: the same files run natively on the clone.

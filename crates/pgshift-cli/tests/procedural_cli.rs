@@ -1,5 +1,5 @@
 //! Procedural code through `plan` and `apply` from the command line: the trace in the
-//! output (text and JSON), a data-dependent block guarded on a table with rows (PC-3a:
+//! output (text and JSON), a data-dependent block guarded on a table with rows (PC-5:
 //! a no-op there exits 0, a would-be rewrite is refused at run time), the escape
 //! hatch's exit 3, and a value of it that names nothing.
 
@@ -43,7 +43,7 @@ fn json(stdout: &str) -> serde_json::Value {
 const REWRITES_WHEN_FULL: &str = "DO $$ BEGIN IF EXISTS (SELECT 1 FROM items) THEN ALTER TABLE items ALTER COLUMN qty TYPE bigint; END IF; END $$";
 
 #[test]
-fn inv_pc_3a_a_data_dependent_block_is_guarded_a_no_op_exits_0_and_a_would_be_rewrite_is_refused() {
+fn inv_pc_5_a_data_dependent_block_is_guarded_a_no_op_exits_0_and_a_would_be_rewrite_is_refused() {
     let (cluster, db) = database(SCHEMA);
     let url = cluster.connection_string(&db);
     let filenode = || {
@@ -67,7 +67,7 @@ fn inv_pc_3a_a_data_dependent_block_is_guarded_a_no_op_exits_0_and_a_would_be_re
         0,
         &[
             "traced: line 1: guarded",
-            "guarded procedural code (PC-3a): ran read-only on live, a no-op here",
+            "guarded procedural code (PC-5): ran read-only on live, a no-op here",
         ],
     );
     let run = apply_json(&url, &["--sql", DATA_DEPENDENT]);

@@ -1,7 +1,7 @@
 //! The guard's copy of a `DO` block: the block as written, with a `RAISE NOTICE`
 //! before every statement it would execute and at the start of every exception
 //! handler, for a run on the live database in a `READ ONLY` transaction
-//! (`pgshift::procedural`, rule PC-3a).
+//! (`pgshift::procedural`, rule PC-5).
 //!
 //! A notice is the one report that survives what the block does with errors: a
 //! table row or a setting written by the block would be rolled back with the

@@ -229,7 +229,7 @@ fn by_trace(script: &mut Script, verdicts: &mut [ProceduralVerdict]) {
     }
 }
 
-/// A guarded block (PC-3a) runs in a read-only transaction of its own, so one inside
+/// A guarded block (PC-5) runs in a read-only transaction of its own, so one inside
 /// an explicit `BEGIN … COMMIT` is refused as PC-3 refuses it.
 fn not_guarded_in_a_block(script: &Script, verdict: &mut ProceduralVerdict) {
     let in_block = verdict.statements.iter().any(|&index| {

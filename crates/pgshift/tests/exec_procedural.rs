@@ -4,7 +4,7 @@
 //! format(…)`, from the expression it reads out of `pg_attrdef`) runs online through
 //! copy-and-swap via `apply` and `migrate`, and ends as a native run of the same block
 //! on a `TEMPLATE` clone ends; a catalog-only block runs natively; a data-dependent
-//! rewrite is guarded (PC-3a) on a table with rows and applies on an empty one; the escape
+//! rewrite is guarded (PC-5) on a table with rows and applies on an empty one; the escape
 //! hatch is reported. Every test checks that the clone is gone afterwards.
 
 mod common;
@@ -283,7 +283,7 @@ async fn inv_pc_3_a_data_dependent_rewrite_is_guarded_on_a_table_with_rows_and_a
     let (plan, verdict) = traced_apply(&full, DATA_DEPENDENT, &[]).await;
     assert_eq!(cluster_dirs(), dirs, "the clone is removed");
     let block = &plan.files[0].procedural[0];
-    // PC-3 alone would refuse it; PC-3a runs it read-only on live first, where it
+    // PC-3 alone would refuse it; PC-5 runs it read-only on live first, where it
     // executes nothing (tests/exec_procedural_guard.rs has the other outcomes).
     assert_eq!(block.decision, "guarded", "{block:#?}");
     assert!(

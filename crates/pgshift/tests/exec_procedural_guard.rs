@@ -1,4 +1,4 @@
-//! PC-3a, the run-time guard of data-dependent procedural code, against a real
+//! PC-5, the run-time guard of data-dependent procedural code, against a real
 //! server: a logged `DO` block that PC-3 would refuse (its trace on the empty clone
 //! rewrote a table that holds rows here) runs first on live in a READ ONLY
 //! transaction, as a copy that raises a notice before each statement it executes and
@@ -22,7 +22,7 @@ use pgshift::script::TransactionMode;
 
 const SCHEMA: &str = "CREATE TABLE items (id bigint PRIMARY KEY, qty int);
 CREATE TABLE audit (note text);
-CREATE FUNCTION bump() RETURNS void LANGUAGE sql AS 'UPDATE items SET qty = qty + 1';";
+CREATE FUNCTION bump() RETURNS void LANGUAGE plpgsql AS 'BEGIN UPDATE items SET qty = qty + 1; END';";
 
 /// The relay's 0036 on `items`: a rewrite only when the table is empty.
 const NO_OP_HERE: &str = "DO $$ BEGIN
@@ -102,7 +102,7 @@ fn state(db: &str) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn inv_pc_3a_a_no_op_on_a_table_with_rows_runs_guarded_and_leaves_its_storage() {
+async fn inv_pc_5_a_no_op_on_a_table_with_rows_runs_guarded_and_leaves_its_storage() {
     let db = with_rows("guard_noop");
     let before = state(&db);
     let plan = planned(&db, NO_OP_HERE).await;
@@ -128,7 +128,7 @@ async fn inv_pc_3a_a_no_op_on_a_table_with_rows_runs_guarded_and_leaves_its_stor
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn inv_pc_3a_a_guarded_no_op_is_recorded_as_applied_by_migrate() {
+async fn inv_pc_5_a_guarded_no_op_is_recorded_as_applied_by_migrate() {
     let db = with_rows("guard_migrate");
     let before = state(&db);
     let dir = temp_dir("guard_migrate");
@@ -151,7 +151,7 @@ async fn inv_pc_3a_a_guarded_no_op_is_recorded_as_applied_by_migrate() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn inv_pc_3a_a_block_whose_live_path_would_rewrite_is_refused_with_nothing_changed() {
+async fn inv_pc_5_a_block_whose_live_path_would_rewrite_is_refused_with_nothing_changed() {
     let db = with_rows("guard_rewrite");
     let before = state(&db);
     let sql = "DO $$ BEGIN
@@ -179,11 +179,13 @@ async fn inv_pc_3a_a_block_whose_live_path_would_rewrite_is_refused_with_nothing
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn inv_pc_3a_a_handler_that_swallows_the_read_only_error_is_not_taken_for_a_no_op() {
+async fn inv_pc_5_a_handler_that_swallows_the_read_only_error_is_not_taken_for_a_no_op() {
     let db = with_rows("guard_swallow");
     let before = state(&db);
-    // On live the rewrite is skipped, and `bump()` (an UPDATE inside a function, no
-    // statement the guard sees) fails read-only, which the handler swallows.
+    // On live the rewrite is skipped, and `bump()` (an UPDATE inside a PL/pgSQL
+    // function: logged on the clone, but not instrumented on live, so no statement the
+    // guard sees; a SQL-language function is not logged, so the block is refused at
+    // plan time instead) fails read-only, which the handler swallows.
     let sql = "DO $$ BEGIN
         IF NOT EXISTS (SELECT 1 FROM items LIMIT 1) THEN
             ALTER TABLE items ALTER COLUMN qty TYPE bigint;
@@ -211,7 +213,7 @@ async fn inv_pc_3a_a_handler_that_swallows_the_read_only_error_is_not_taken_for_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn inv_pc_3a_a_data_check_that_raises_on_live_fails_the_unit() {
+async fn inv_pc_5_a_data_check_that_raises_on_live_fails_the_unit() {
     let db = with_rows("guard_check");
     cluster()
         .psql(&db, "UPDATE items SET qty = -1 WHERE id = 7")

@@ -93,7 +93,7 @@ pub fn apply(report: &ApplyReport, script: &Script) -> String {
                                 "; procedural code run as written, accepted with --allow-procedural",
                             (true, false) => "; BLOCKING form, accepted with --allow-blocking",
                             _ if r.guarded.is_some() =>
-                                "; guarded procedural code (PC-3a): ran read-only on live, a no-op here",
+                                "; guarded procedural code (PC-5): ran read-only on live, a no-op here",
                             _ => "",
                         }
                     );

@@ -369,7 +369,7 @@ pub enum Effect {
         accepted: bool,
     },
     /// Procedural code that runs first read-only on live, as its guard's copy
-    /// (PC-3a, `crate::procedural`).
+    /// (PC-5, `crate::procedural`).
     RunsGuarded {
         /// The copy and its marker.
         guard: crate::procedural::Guard,

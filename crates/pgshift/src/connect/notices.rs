@@ -4,7 +4,7 @@
 //! The driver delivers a notice (`RAISE NOTICE`) on the connection's message stream,
 //! not with the statement's result; every session's connection task passes each one
 //! to [`deliver`], which keeps it only when an open [`NoticeTap`]'s marker starts it
-//! (the guard of PC-3a opens one, with a marker made for the run). Other notices are
+//! (the guard of PC-5 opens one, with a marker made for the run). Other notices are
 //! dropped, as the driver drops them. The task reads the stream in order, so the
 //! notices a statement raised are delivered before its result reaches the client.
 

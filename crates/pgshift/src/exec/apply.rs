@@ -370,7 +370,7 @@ fn runtime_refusal(result: &UnitResult) -> Option<Refusal> {
                 report.failure.clone().unwrap_or_default()
             ),
         )),
-        // INV: PC-3a — a guarded block that would change something is refused, nothing of it done.
+        // INV: PC-5 — a guarded block that would change something is refused, nothing of it done.
         Some("guard-would-change") => Some(Refusal::new(
             RefusalCause::ProceduralBlocking,
             report.failure.clone().unwrap_or_default(),

@@ -14,7 +14,7 @@ pub enum Failure {
     /// The connection is gone: whether the last statement committed is unknown until
     /// the catalog is read again.
     ConnectionLost,
-    /// A guarded block (PC-3a) would have changed the database when run read-only on
+    /// A guarded block (PC-5) would have changed the database when run read-only on
     /// live; nothing of it was done. The words say what it would have executed.
     GuardWouldChange(String),
     /// Any other error, with its SQLSTATE when the server sent one.

@@ -1,4 +1,4 @@
-//! Running a unit guarded by PC-3a: the block's guard copy runs on live in a
+//! Running a unit guarded by PC-5: the block's guard copy runs on live in a
 //! `READ ONLY` transaction under the step's `lock_timeout` and `statement_timeout`,
 //! with a [`NoticeTap`] open on its marker, and is always rolled back. What it
 //! reported decides ([`crate::procedural::judge_guarded`]): a no-op is done (the
@@ -26,7 +26,7 @@ pub(super) async fn attempt_guarded(
         .batch_execute("BEGIN")
         .await
         .map_err(|error| Failure::of(&error))?;
-    // INV: PC-3a — the guard's copy runs only in a READ ONLY transaction, rolled back.
+    // INV: PC-5 — the guard's copy runs only in a READ ONLY transaction, rolled back.
     let ran = match client
         .batch_execute(&format!(
             "SET TRANSACTION READ ONLY; {settings}; SET LOCAL client_min_messages = notice"

@@ -499,7 +499,7 @@ fn blocking_form(item: &AnalyzedStatement, index: usize) -> Scheduled {
     }
 }
 
-/// The guard's copy, when the statement is procedural code guarded by PC-3a.
+/// The guard's copy, when the statement is procedural code guarded by PC-5.
 fn guarded(c: &Classification) -> Option<crate::procedural::Guard> {
     c.effects.iter().find_map(|e| match e {
         Effect::RunsGuarded { guard } => Some(guard.clone()),

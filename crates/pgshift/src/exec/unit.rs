@@ -36,7 +36,7 @@ pub struct Unit {
     /// copy-and-swap (`pgshift::cas`), not as written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub copy_and_swap: Option<QualifiedName>,
-    /// When set, the unit's one step is a `DO` block guarded by PC-3a: this copy of it
+    /// When set, the unit's one step is a `DO` block guarded by PC-5: this copy of it
     /// runs read-only on live instead ([`super::guarded`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guard: Option<crate::procedural::Guard>,
@@ -102,7 +102,7 @@ pub struct UnitReport {
     /// every 5 ms from a second session (when one was available and the unit takes a
     /// lock that blocks writes).
     pub lock_wait_us_observed: Option<u64>,
-    /// For a unit guarded by PC-3a that is done: what its read-only run on live found
+    /// For a unit guarded by PC-5 that is done: what its read-only run on live found
     /// (`ran read-only on live: a no-op here`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub guarded: Option<String>,

@@ -21,7 +21,7 @@ pub enum Decision {
     Expanded(Vec<String>),
     /// As written, because the operator named it (`--allow-procedural`).
     Accepted,
-    /// First read-only on live, as its guard's copy (PC-3a): done when that changes
+    /// First read-only on live, as its guard's copy (PC-5): done when that changes
     /// nothing, refused with `refusal`'s cause otherwise.
     Guarded {
         /// The instrumented copy and its marker.
@@ -48,7 +48,7 @@ pub struct Facts {
     /// Of the tables the block's control flow reads, those that hold rows in the live
     /// database (its path there may differ from the clone's).
     pub reads_populated: Vec<QualifiedName>,
-    /// The guard's copy of the block (PC-3a), when one could be made.
+    /// The guard's copy of the block (PC-5), when one could be made.
     pub guard: Option<Guard>,
 }
 
@@ -135,7 +135,7 @@ pub fn decide(trace: &StatementTrace, facts: &Facts, accepted: bool) -> Decision
         }
     }
     let heavy = heavy_tables(trace);
-    // INV: PC-3a — a block whose control flow reads rows here may take a path the clone did not.
+    // INV: PC-5 — a block whose control flow reads rows here may take a path the clone did not.
     if heavy.is_empty() && !facts.reads_populated.is_empty() && facts.not_logged.is_none() {
         if let Some(guard) = &facts.guard {
             let refusal = Refusal::new(
@@ -204,7 +204,7 @@ pub fn decide(trace: &StatementTrace, facts: &Facts, accepted: bool) -> Decision
         expandable.unwrap_or_default()
     };
     let refusal = blocking_refusal(trace, facts, &why);
-    // INV: PC-3a — a logged block PC-3 would refuse runs read-only on live first.
+    // INV: PC-5 — a logged block PC-3 would refuse runs read-only on live first.
     match (&facts.guard, &facts.not_logged) {
         (Some(guard), None) => Decision::Guarded {
             guard: Guard {

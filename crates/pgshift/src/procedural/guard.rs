@@ -1,4 +1,4 @@
-//! PC-3a, the run-time guard of data-dependent procedural code: where PC-3 would
+//! PC-5, the run-time guard of data-dependent procedural code: where PC-3 would
 //! refuse a logged `DO` block because a table it locks strongly or rewrites holds
 //! rows, the block runs first on the live database in a `READ ONLY` transaction, as
 //! a copy that raises a notice before every statement it executes and in every
@@ -106,7 +106,7 @@ impl GuardOutcome {
 
 /// Judges a guarded run from its notices (the messages that start with `marker`)
 /// and the SQLSTATE of the error that ended it, if one did.
-// INV: PC-3a — only a run that reported nothing, caught no read-only error and did not end in one is a no-op.
+// INV: PC-5 — only a run that reported nothing, caught no read-only error and did not end in one is a no-op.
 pub fn judge(marker: &str, notices: &[String], error: Option<&str>) -> GuardOutcome {
     let mut statements = Vec::new();
     let mut caught = 0;

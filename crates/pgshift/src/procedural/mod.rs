@@ -181,7 +181,7 @@ pub struct ProceduralVerdict {
     pub line: u32,
     /// Its text.
     pub sql: String,
-    /// `native`, `expanded`, `accepted` (`--allow-procedural`), `guarded` (PC-3a:
+    /// `native`, `expanded`, `accepted` (`--allow-procedural`), `guarded` (PC-5:
     /// read-only on live first) or `refused`.
     pub decision: &'static str,
     /// Why, in words.
