@@ -7,6 +7,21 @@ mod common;
 use common::cas::{database, phase, spawn, wait_for_phase, REWRITE};
 use common::pgshift;
 
+/// `apply` of the rewrite with a deferred cutover (its probe limit off: the machine's
+/// load must not hold it), started in the background.
+fn deferred_rewrite(url: &str) -> std::process::Child {
+    spawn(&[
+        "apply",
+        "--url",
+        url,
+        "--defer-cutover",
+        "--max-writer-p99",
+        "off",
+        "--sql",
+        REWRITE,
+    ])
+}
+
 fn json(stdout: &str) -> serde_json::Value {
     serde_json::from_str(stdout).unwrap_or_else(|e| panic!("one JSON document ({e}):\n{stdout}"))
 }
@@ -22,16 +37,7 @@ fn throttle_requests_a_pause_and_a_resume_of_a_running_run() {
     assert_eq!(json(&none.stdout)["code"], "no-such-run", "{}", none.stdout);
 
     // A run waiting in `ready` (a live process holds it) takes requests.
-    let mut run = spawn(&[
-        "apply",
-        "--url",
-        &url,
-        "--defer-cutover",
-        "--max-writer-p99",
-        "off",
-        "--sql",
-        REWRITE,
-    ]);
+    let mut run = deferred_rewrite(&url);
     wait_for_phase(cluster, &db, "ready", &mut run);
     let paused = pgshift(&[
         "throttle", "--url", &url, "items", "--pause", "--format", "json",
@@ -127,16 +133,7 @@ fn inv_oc_5_an_operators_pause_holds_the_swap() {
             .trim()
             .to_owned()
     };
-    let mut run = spawn(&[
-        "apply",
-        "--url",
-        &url,
-        "--defer-cutover",
-        "--max-writer-p99",
-        "off",
-        "--sql",
-        REWRITE,
-    ]);
+    let mut run = deferred_rewrite(&url);
     wait_for_phase(cluster, &db, "ready", &mut run);
     let before = storage();
     let paused = pgshift(&["throttle", "--url", &url, "items", "--pause"]);
