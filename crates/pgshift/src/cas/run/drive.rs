@@ -222,9 +222,7 @@ pub(super) async fn run_phases(
         stoppable(wait_for_cutover(client, plan, applier)).await?;
     }
     let held = stoppable(hold_while_paused(client, plan, applier, progress)).await?;
-    report.throttled_ms = report
-        .throttled_ms
-        .saturating_add(u64::try_from(held.as_millis()).unwrap_or(u64::MAX));
+    report.throttled_ms = report.throttled_ms.saturating_add(held);
     // The swap checks for a stop between its attempts, never inside its transaction.
     CasError::check_interrupt()?;
     let started = Instant::now();

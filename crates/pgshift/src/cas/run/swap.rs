@@ -5,6 +5,7 @@ use tokio::sync::Mutex;
 use tokio_postgres::Client;
 
 use super::applier_task::ApplierTask;
+use super::drive::elapsed_ms;
 use super::CasProgress;
 use crate::cas::applier::Applier;
 use crate::cas::error::CasError;
@@ -12,6 +13,7 @@ use crate::cas::ledger::Ledger;
 use crate::cas::plan::RunPlan;
 use crate::cas::statements::Statements;
 use crate::cas::store::{self};
+use crate::cas::throttle::record::operator_paused;
 
 /// Waits, keeping the shadow in step, until `pgshift cutover` asks for the swap.
 pub(super) async fn wait_for_cutover(
@@ -37,25 +39,28 @@ const PAUSE_POLL: Duration = Duration::from_millis(500);
 /// Holds the swap while an operator has the run paused (`pgshift throttle TABLE
 /// --pause`), keeping the shadow in step, until `--resume`; a record that cannot be
 /// read ends the run before the swap (resumable), never lets it swap. Returns how long
-/// it held.
+/// it held, in ms.
 // INV: OC-5 — an operator's pause holds the swap, not only the work before it.
 pub(super) async fn hold_while_paused(
     client: &Client,
     plan: &RunPlan,
     applier: Option<&ApplierTask>,
     progress: &mut dyn CasProgress,
-) -> Result<Duration, CasError> {
+) -> Result<u64, CasError> {
     let started = std::time::Instant::now();
     let mut said = false;
     loop {
         if let Some(task) = applier {
             task.check()?;
         }
-        if !store::by_id(client, plan.run).await?.throttle_paused {
+        let paused = operator_paused(client, plan.run)
+            .await
+            .map_err(CasError::Record)?;
+        if !paused {
             if said {
-                progress.throttled("open", "", millis(started.elapsed()));
+                progress.throttled("open", "", elapsed_ms(started));
             }
-            return Ok(started.elapsed());
+            return Ok(elapsed_ms(started));
         }
         if !said {
             progress.throttled(
@@ -67,10 +72,6 @@ pub(super) async fn hold_while_paused(
         }
         tokio::time::sleep(PAUSE_POLL).await;
     }
-}
-
-fn millis(elapsed: Duration) -> u64 {
-    u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Catches up outside the lock (used when the backlog was too large to drain under
