@@ -127,14 +127,31 @@ pub async fn plan_with(
             (inputs, none)
         }
     };
-    let (names, objects) = relation_names(&inputs, default_mode);
-    let snapshot = read_snapshot_with(
+    let (mut names, objects) = relation_names(&inputs, default_mode);
+    let mut snapshot = read_snapshot_with(
         session.client(),
         &names,
         &objects,
         session.user_search_path(),
     )
     .await?;
+    // INV: TX-1 — the relations the statements lock that only the live facts name
+    // (foreign-key partners, their partitions) are read too, so a block is judged by
+    // the live size of everything it locks, not by "size not known".
+    for _ in 0..LOCK_AWARE_READS {
+        let unread = locked_unread(&inputs, default_mode, &snapshot);
+        if unread.is_empty() {
+            break;
+        }
+        names.extend(unread);
+        snapshot = read_snapshot_with(
+            session.client(),
+            &names,
+            &objects,
+            session.user_search_path(),
+        )
+        .await?;
+    }
     let server_version_num = Some(snapshot.server.version_num);
     let schedule_options = ScheduleOptions {
         allow_blocking: options.allow_blocking.clone(),
@@ -344,6 +361,14 @@ fn fold(script: &mut Script, schedule: &Schedule, snapshot: &CatalogSnapshot) {
         if unit.whole_on_empty {
             for &index in &unit.statements {
                 if let Some(item) = script.statements.get_mut(index) {
+                    // The block runs each of its statements as written: a safer
+                    // sequence or copy-and-swap it would need elsewhere is not used.
+                    if matches!(
+                        item.classification.route,
+                        Route::NativeSequence { .. } | Route::CopyAndSwap
+                    ) {
+                        item.classification.route = Route::Native;
+                    }
                     push_reason(
                         &mut item.classification.reasons,
                         "runs whole as one transaction, as written: every table its block locks is empty here (TX-1)"
@@ -396,6 +421,43 @@ fn push_reason(reasons: &mut Vec<String>, reason: String) {
     if !reasons.contains(&reason) {
         reasons.push(reason);
     }
+}
+
+/// How many times the snapshot is read again for relations that only the live facts
+/// name: a partner's own partners are locked by nothing these statements do, so one
+/// more read is enough; the second is a bound, not an expectation.
+const LOCK_AWARE_READS: usize = 2;
+
+/// The relations the inputs, judged with `snapshot`, lock that the snapshot holds no
+/// facts of (neither found nor known missing), and that no earlier statement of the
+/// run creates: what the live facts named that the text did not.
+fn locked_unread(
+    inputs: &[PlanInput],
+    default_mode: TransactionMode,
+    snapshot: &CatalogSnapshot,
+) -> Vec<QualifiedName> {
+    let mut created: BTreeSet<QualifiedName> = BTreeSet::new();
+    let mut unread: BTreeSet<QualifiedName> = BTreeSet::new();
+    for input in inputs {
+        let mode = transaction_mode_for(&input.statements, default_mode);
+        let knowledge = Knowledge {
+            facts: Some(snapshot),
+            server_version_num: Some(snapshot.server.version_num),
+            created_earlier: Some(&created),
+        };
+        let script = analyze(input.statements.clone(), mode, knowledge);
+        for item in &script.statements {
+            for lock in &item.classification.locks {
+                if !item.new_relations.contains(&lock.relation) && !snapshot.knows(&lock.relation) {
+                    unread.insert(lock.relation.clone());
+                }
+            }
+        }
+        for item in &script.statements {
+            created.extend(item.classification.created_relations().cloned());
+        }
+    }
+    unread.into_iter().collect()
 }
 
 /// Every relation the inputs lock or create, as written, and every other object whose

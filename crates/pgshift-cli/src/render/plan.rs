@@ -79,10 +79,20 @@ fn render_statement(out: &mut String, statement: &PlannedStatement, relations: &
         Some(cas) => render_cas_locks(out, cas, relations),
         None => render_locks(out, c, relations),
     }
-    for relation in c.locks.iter().filter_map(|lock| {
-        relations
+    let tables: Vec<&RelationFacts> = c
+        .locks
+        .iter()
+        .filter_map(|lock| {
+            relations
+                .iter()
+                .find(|r| r.name.matches(&lock.relation) && r.kind.is_table())
+        })
+        .collect();
+    // A partition whose parent has a line of its own is counted in that line.
+    for relation in tables.iter().filter(|relation| {
+        !tables
             .iter()
-            .find(|r| r.name.matches(&lock.relation) && r.kind.is_table())
+            .any(|parent| parent.partitions.iter().any(|p| p.name == relation.name))
     }) {
         let _ = writeln!(out, "      table: {}", table_summary(relation));
     }
@@ -166,8 +176,14 @@ fn render_locks(out: &mut String, c: &Classification, relations: &[RelationFacts
     let mut related: Vec<(&RelatedTo, LockMode, Vec<String>)> = Vec::new();
     for lock in &c.locks {
         let facts = relations.iter().find(|r| r.name.matches(&lock.relation));
+        // Partitions the classifier lists as locks of their own are not counted twice.
+        let listed = |f: &RelationFacts| {
+            f.partitions
+                .iter()
+                .all(|p| c.locks.iter().any(|l| l.relation.matches(&p.name)))
+        };
         let partitions = match facts {
-            Some(f) if lock.recurses && !f.partitions.is_empty() => {
+            Some(f) if lock.recurses && !f.partitions.is_empty() && !listed(f) => {
                 format!(" and its {} partitions", f.partitions.len())
             }
             _ => String::new(),

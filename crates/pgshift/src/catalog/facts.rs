@@ -408,6 +408,21 @@ impl CatalogSnapshot {
         }
     }
 
+    /// Whether the snapshot has an answer for `name`: the relation's facts (by the name
+    /// as written, or by its schema-qualified name) or that no relation has it.
+    pub fn knows(&self, name: &QualifiedName) -> bool {
+        match self.lookup(name) {
+            Lookup::Found(_) | Lookup::Missing => true,
+            Lookup::Unknown => self.by_name(name).is_some(),
+        }
+    }
+
+    /// A relation of the snapshot by its resolved (schema-qualified) name.
+    pub fn by_name(&self, name: &QualifiedName) -> Option<&RelationFacts> {
+        name.schema.as_ref()?;
+        self.relations.iter().find(|r| r.name == *name)
+    }
+
     /// What the snapshot says about a catalog object that is not a relation: `None`
     /// when it was not looked up.
     pub fn object(&self, object: &ObjectRef) -> Option<&ObjectFacts> {

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::facts::{CatalogSnapshot, Lookup, RelationFacts, RelationKind};
+use super::facts::{CatalogSnapshot, Lookup, RelationKind};
 use pgshift_sql::QualifiedName;
 
 /// The live size of one pre-existing relation a statement locks.
@@ -60,7 +60,7 @@ pub fn live_volume(
     let found = match facts.lookup(relation) {
         Lookup::Found(found) => Some(found),
         Lookup::Missing => return None,
-        Lookup::Unknown => by_name(facts, relation),
+        Lookup::Unknown => facts.by_name(relation),
     };
     let Some(found) = found else {
         return Some(unknown());
@@ -80,10 +80,4 @@ pub fn live_volume(
             found.row_estimate
         },
     })
-}
-
-/// A relation of the snapshot by its resolved (schema-qualified) name.
-fn by_name<'a>(facts: &'a CatalogSnapshot, relation: &QualifiedName) -> Option<&'a RelationFacts> {
-    relation.schema.as_ref()?;
-    facts.relations.iter().find(|r| r.name == *relation)
 }
