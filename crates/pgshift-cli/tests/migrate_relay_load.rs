@@ -1,9 +1,10 @@
 //! `pgshift migrate` on the relay's own migrations directory
 //! (`crates/pgshift/tests/data/migrations/relay`), against PostgreSQL as the oracle:
 //!
-//! * on a fresh install (schema, no rows), the whole directory: migrate runs every
-//!   file but the two it refuses ([`REFUSED_TODAY`], `not-splittable`), each applied
-//!   natively by hand (`psql`) and recorded with `--baseline` so migrate goes on; the
+//! * on a fresh install (schema, no rows), the whole directory in one `migrate`, with
+//!   no escape hatch and nothing applied by hand: the two blocks that must stay one
+//!   transaction ([`WHOLE_ON_EMPTY`]) run whole because everything they lock is empty
+//!   (TX-1, foreign-key partners and their partitions included); the
 //!   procedural files (0024, 0034–0039) run by their traces ([`FRESH_PROCEDURAL`]),
 //!   0034's hidden rewrite of `events` through copy-and-swap; the result is the
 //!   catalog a native run of the directory produces;
@@ -36,10 +37,10 @@ use pgshift_bench::{schema, stats, TableRef};
 use pgshift_embedded::{shared_cluster, Cluster};
 use serde_json::Value;
 
-/// The files `migrate` refuses on a fresh install, with the line and cause of the
-/// refusal: two transactions it would have to split. Every procedural file runs.
-const REFUSED_TODAY: &[(u32, u64, &str)] =
-    &[(15, 12, "not-splittable"), (20, 13, "not-splittable")];
+/// The files whose explicit block must stay one transaction (data changes with schema
+/// changes): on a fresh install they run whole, as written (TX-1). On a seeded relay
+/// they are refused (`not-splittable`).
+const WHOLE_ON_EMPTY: &[u32] = &[15, 20];
 
 /// What the procedural files decide on a fresh install (empty tables): 0024, 0035–0038
 /// run natively (catalog-only, a data check, or the tables they rewrite are empty),
@@ -227,44 +228,29 @@ fn the_whole_directory_on_a_fresh_install_matches_a_native_run() {
     apply_natively(cluster(), &native, 1..=NEWEST);
     let url = cluster().connection_string(&live);
 
-    let mut refusals = Vec::new();
-    let mut ran = Vec::new();
-    let mut runs = Vec::new();
-    for _ in 0..=REFUSED_TODAY.len() {
-        let (code, json) = migrate_until_stop(&url, &[]);
-        ran.extend(applied(&json));
-        let stop = refused(&json);
-        runs.push(json);
-        if code == 0 {
-            break;
-        }
-        let (version, line, cause) = stop.expect("the refused file");
-        refusals.push((version, line, cause));
-        // What an operator does with a refused file: run it by hand, record it.
-        apply_natively(cluster(), &live, version..=version);
-        baseline(&url, version);
+    // One migrate, the whole directory, no escape hatch and nothing by hand.
+    let (code, last) = migrate_until_stop(&url, &[]);
+    assert_eq!(code, 0, "the whole directory migrates: {last:#}");
+    assert_eq!(applied(&last), (1..=NEWEST).collect::<Vec<_>>());
+    // 0015 and 0020 must stay one transaction (data changes with schema changes): on
+    // empty tables, everything they lock (foreign-key partners and their partitions
+    // included) is empty, so each runs whole, as written (TX-1).
+    for version in WHOLE_ON_EMPTY {
+        let file = file_entry(&last, *version);
+        let said = file.to_string();
+        assert!(
+            said.contains("runs whole as one transaction"),
+            "file {version}: {file:#}"
+        );
     }
-    let expected: Vec<(u32, u64, String)> = REFUSED_TODAY
-        .iter()
-        .map(|(v, l, c)| (*v, *l, (*c).to_owned()))
-        .collect();
-    assert_eq!(refusals, expected, "the files migrate refuses today");
-    // The first run applied everything before 0015: the last file migrate reaches
-    // on its own today is 0014.
-    assert_eq!(ran[..14], (1..=14).collect::<Vec<_>>());
-    let by_migrate: Vec<u32> = (1..=NEWEST)
-        .filter(|v| !REFUSED_TODAY.iter().any(|r| r.0 == *v))
-        .collect();
-    assert_eq!(ran, by_migrate, "every other file ran through migrate");
     // The procedural files, decided by their traces; the last run applied them all.
-    let last = runs.last().expect("a run");
     for (version, decisions) in FRESH_PROCEDURAL {
         let expected: Vec<(u64, String)> = decisions
             .iter()
             .map(|(l, d)| (*l, (*d).to_owned()))
             .collect();
         assert_eq!(
-            procedural(last, *version),
+            procedural(&last, *version),
             expected,
             "file {version}: {last:#}"
         );
@@ -272,7 +258,7 @@ fn the_whole_directory_on_a_fresh_install_matches_a_native_run() {
     // Why they ran natively: 0036 takes a strong lock (a rewrite) on a table that is
     // empty here (PC-3); 0038 only creates triggers (PC-1).
     for (version, why) in [(36, "are empty here"), (38, "changes only the catalog")] {
-        for entry in file_entry(last, version)["procedural"]
+        for entry in file_entry(&last, version)["procedural"]
             .as_array()
             .into_iter()
             .flatten()
@@ -283,7 +269,7 @@ fn the_whole_directory_on_a_fresh_install_matches_a_native_run() {
     }
     // 0034's hidden rewrite ran through copy-and-swap (events has no rows here).
     assert_eq!(
-        copy_and_swap_runs(last, 34),
+        copy_and_swap_runs(&last, 34),
         [("\"public\".\"events\"".to_owned(), "done".to_owned(), 0)]
     );
 

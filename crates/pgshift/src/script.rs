@@ -141,6 +141,8 @@ struct Walk {
     session_replica: bool,
     local_replica: Option<bool>,
     created: BTreeSet<QualifiedName>,
+    /// Columns earlier statements add to tables ([`Context::added_columns`]).
+    added_columns: BTreeSet<(QualifiedName, String)>,
     transactions: Vec<Transaction>,
 }
 
@@ -204,6 +206,7 @@ pub fn analyze(
         session_replica: false,
         local_replica: None,
         created: knowledge.created_earlier.cloned().unwrap_or_default(),
+        added_columns: BTreeSet::new(),
         transactions: Vec::new(),
     };
     if mode == TransactionMode::File && !statements.is_empty() {
@@ -216,6 +219,7 @@ pub fn analyze(
             server_version_num: knowledge.server_version_num,
             created_earlier: Some(&walk.created),
             in_transaction: walk.open.is_some(),
+            added_columns: Some(&walk.added_columns),
         };
         let classification = classify(&statement, &context);
         let new_relations = classification
@@ -231,6 +235,13 @@ pub fn analyze(
             }
             live.extend(live_volume(knowledge.facts, &lock.relation));
         }
+        walk.added_columns.extend(
+            classification
+                .operations
+                .iter()
+                .filter(|op| op.kind == OperationKind::AddColumn)
+                .filter_map(|op| Some((op.table.clone()?, op.object.clone()?))),
+        );
         let mut item = AnalyzedStatement {
             statement,
             classification,

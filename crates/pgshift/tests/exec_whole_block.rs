@@ -86,3 +86,65 @@ async fn inv_tx_1_a_block_on_tables_with_rows_is_refused_with_their_sizes_and_ch
         assert_eq!(state(&db), before, "{prefix}: nothing changed");
     }
 }
+
+/// A table that references `ch` by a foreign key that cascades: an `UPDATE` of `ch`
+/// locks it too, though no statement names it.
+const PARTNER: &str =
+    "CREATE TABLE ev (id int PRIMARY KEY, ch_id int REFERENCES ch ON UPDATE CASCADE);";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inv_tx_1_a_block_is_judged_by_the_live_size_of_the_foreign_key_partners_it_locks() {
+    // Empty partner: the block runs whole (its size was read, not "not known").
+    let db = database("whole_partner_empty", &format!("{TABLES}\n{PARTNER}"));
+    let native = database("whole_partner_native", &format!("{TABLES}\n{PARTNER}"));
+    cluster().psql(&native, BLOCK).expect("the native run");
+    let verdict = apply_sql(&db, BLOCK, TEST_BUDGETS, &[]).await;
+    assert_eq!(verdict.outcome, Outcome::Done, "{verdict:?}");
+    assert!(
+        verdict.notes.iter().any(|n| n.contains("\"ev\"")),
+        "the partner is among the tables judged empty: {:?}",
+        verdict.notes
+    );
+    assert_eq!(state(&db), state(&native));
+
+    // A partner with rows (a NULL key: nothing in `ch` is referenced): refused, with
+    // the partner's live size named.
+    let db = database(
+        "whole_partner_rows",
+        &format!("{TABLES}\n{PARTNER}\nINSERT INTO ev VALUES (1, NULL);"),
+    );
+    let before = state(&db);
+    let verdict = apply_sql(&db, BLOCK, TEST_BUDGETS, &[]).await;
+    assert_eq!(verdict.outcome, Outcome::Refused, "{verdict:?}");
+    let refusal = &verdict.refusals[0].refusal;
+    assert_eq!(refusal.cause, RefusalCause::NotSplittable, "{refusal:?}");
+    assert!(
+        refusal.message.contains("\"ev\" (8192 bytes") && !refusal.message.contains("not known"),
+        "the partner's live size: {}",
+        refusal.message
+    );
+    assert_eq!(state(&db), before, "nothing changed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_column_an_earlier_statement_adds_is_not_missing_to_a_later_one() {
+    // Outside any block, on a table with rows: the second statement's column is not
+    // in the live catalog yet, and SET NOT NULL takes its safer sequence.
+    let sql = "ALTER TABLE ch ADD COLUMN topic text DEFAULT 'general';
+ALTER TABLE ch ALTER COLUMN topic SET NOT NULL;";
+    let db = database(
+        "added_earlier",
+        &format!("{TABLES}\nINSERT INTO ch VALUES (1, 'general');"),
+    );
+    let native = database(
+        "added_earlier_native",
+        &format!("{TABLES}\nINSERT INTO ch VALUES (1, 'general');"),
+    );
+    cluster().psql(&native, sql).expect("the native run");
+    let verdict = apply_sql(&db, sql, TEST_BUDGETS, &[]).await;
+    assert_eq!(verdict.outcome, Outcome::Done, "{verdict:?}");
+    assert!(verdict.refusals.is_empty(), "{verdict:?}");
+    // The scaffold check's steps ran: more units than statements.
+    assert!(verdict.units.len() > 2, "the safer sequence: {verdict:?}");
+    assert_eq!(state(&db), state(&native));
+}

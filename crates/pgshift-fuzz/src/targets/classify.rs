@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 
-use pgshift::classify::{classify, Classification, Context};
+use pgshift::classify::{classify, Classification, Context, OperationKind};
 use pgshift_sql::QualifiedName;
 
 use super::{check_written_sql, parsed};
@@ -29,6 +29,7 @@ pub fn classify_offline(data: &[u8]) {
                 server_version_num: None,
                 created_earlier: Some(&created),
                 in_transaction,
+                added_columns: None,
             };
             check(&classify(statement, &context));
         }
@@ -46,16 +47,25 @@ pub fn classify_facts(data: &[u8]) {
     let mut choices = Choices::new(facts);
     let synthetic = synthetic(&statements, &mut choices);
     let mut created: BTreeSet<QualifiedName> = BTreeSet::new();
+    let mut added: BTreeSet<(QualifiedName, String)> = BTreeSet::new();
     for statement in &statements {
         let context = Context {
             facts: Some(&synthetic.snapshot),
             server_version_num: synthetic.server_version_num,
             created_earlier: Some(&created),
             in_transaction: choices.flag(),
+            added_columns: Some(&added),
         };
         let classification = classify(statement, &context);
         check(&classification);
         created.extend(classification.created_relations().cloned());
+        added.extend(
+            classification
+                .operations
+                .iter()
+                .filter(|op| op.kind == OperationKind::AddColumn)
+                .filter_map(|op| Some((op.table.clone()?, op.object.clone()?))),
+        );
     }
 }
 

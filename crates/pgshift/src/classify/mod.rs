@@ -480,6 +480,9 @@ pub struct Context<'a> {
     pub created_earlier: Option<&'a BTreeSet<QualifiedName>>,
     /// Whether the statement runs inside a transaction block (explicit or a runner's).
     pub in_transaction: bool,
+    /// Columns earlier statements of the same input add to pre-existing tables (table,
+    /// column): absent from the live facts, yet there when this statement runs.
+    pub added_columns: Option<&'a BTreeSet<(QualifiedName, String)>>,
 }
 
 impl Context<'_> {
@@ -500,6 +503,12 @@ impl Context<'_> {
             Lookup::Found(facts) => Some(facts),
             _ => None,
         }
+    }
+
+    /// Whether an earlier statement of the same input adds `column` to `table`.
+    pub fn column_added_earlier(&self, table: &QualifiedName, column: &str) -> bool {
+        self.added_columns
+            .is_some_and(|added| added.iter().any(|(t, c)| c == column && t.matches(table)))
     }
 
     /// Whether the relation was created earlier in the same input.

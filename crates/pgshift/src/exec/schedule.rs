@@ -239,10 +239,6 @@ fn schedule_block(
         let c = &script.statements[i].classification;
         c.route == Route::Native && c.transaction != TransactionUse::OutsideOnly
     });
-    if all_as_written {
-        push_whole(script, &members, false, schedule);
-        return;
-    }
     let transaction = script.statements[block[0]]
         .transaction
         .map(|t| &script.transactions[t]);
@@ -255,7 +251,12 @@ fn schedule_block(
     });
     let dml_with_ddl =
         transaction.is_some_and(|t| !t.data_changes.is_empty() && !t.schema_changes.is_empty());
-    if has_lock_table || dml_with_ddl {
+    let must_stay_whole = has_lock_table || dml_with_ddl;
+    if all_as_written && !must_stay_whole {
+        push_whole(script, &members, false, schedule);
+        return;
+    }
+    if must_stay_whole {
         let first = &script.statements[block[0]];
         let line = first.statement.position.line;
         let why = if has_lock_table {
@@ -263,6 +264,9 @@ fn schedule_block(
         } else {
             "data changes with schema changes"
         };
+        // A block whose statements all run as written runs so on any table; on empty
+        // ones it is also judged by TX-1, which a plan folded into its routes (each
+        // statement of a block TX-1 runs whole is shown as written) must keep.
         let live = match whole::judge(script, &members) {
             Whole::Runs { tables } => {
                 schedule.notes.push(format!(
@@ -274,6 +278,10 @@ fn schedule_block(
                     }
                 ));
                 push_whole(script, &members, true, schedule);
+                return;
+            }
+            _ if all_as_written => {
+                push_whole(script, &members, false, schedule);
                 return;
             }
             Whole::Populated { tables } => format!(

@@ -7,7 +7,6 @@
 
 use crate::catalog::volume::LiveVolume;
 use crate::classify::TransactionUse;
-use crate::refusal::RefusalCause;
 use crate::route::Route;
 use crate::script::Script;
 
@@ -36,15 +35,12 @@ pub(super) fn judge<'a>(script: &'a Script, members: &[usize]) -> Whole<'a> {
     // A statement routed to a safer sequence or to copy-and-swap is one PostgreSQL
     // runs as written inside a transaction (what needs to run outside one, a
     // `CONCURRENTLY`, is routed natively and marked so).
-    let as_written = members.iter().enumerate().all(|(at, &i)| {
+    let as_written = members.iter().all(|&i| {
         let c = &script.statements[i].classification;
         match &c.route {
             Route::Native => c.transaction != TransactionUse::OutsideOnly,
             Route::NativeSequence { .. } | Route::CopyAndSwap => true,
-            Route::Refused { refusal } => {
-                refusal.cause == RefusalCause::ColumnMissing
-                    && altered_earlier(script, &members[..at], i)
-            }
+            Route::Refused { .. } => false,
         }
     });
     if !as_written {
@@ -53,7 +49,7 @@ pub(super) fn judge<'a>(script: &'a Script, members: &[usize]) -> Whole<'a> {
     let mut tables: Vec<&LiveVolume> = Vec::new();
     for &i in members {
         for volume in &script.statements[i].live {
-            if !tables.iter().any(|t| t.relation == volume.relation) {
+            if !tables.iter().any(|t| t.relation.matches(&volume.relation)) {
                 tables.push(volume);
             }
         }
@@ -64,22 +60,6 @@ pub(super) fn judge<'a>(script: &'a Script, members: &[usize]) -> Whole<'a> {
     } else {
         Whole::Populated { tables: populated }
     }
-}
-
-/// Whether a statement before `index` in the block alters a table `index` locks: the
-/// classifier reads columns from the live catalog, so a column that earlier statement
-/// adds is "missing" to it (`ADD COLUMN c`, then `SET NOT NULL` on `c`). Run whole, as
-/// written, the server is the judge: a column really missing fails the block, and the
-/// whole transaction rolls back.
-fn altered_earlier(script: &Script, earlier: &[usize], index: usize) -> bool {
-    let locks = &script.statements[index].classification.locks;
-    earlier.iter().any(|&e| {
-        let c = &script.statements[e].classification;
-        c.statement == "alter-table"
-            && c.locks
-                .iter()
-                .any(|l| locks.iter().any(|m| m.relation == l.relation))
-    })
 }
 
 /// `"public"."channels", "public"."communities"`.

@@ -136,6 +136,7 @@ pub fn needs_trace(statement: &Statement) -> bool {
                 server_version_num: None,
                 created_earlier: None,
                 in_transaction: false,
+                added_columns: None,
             };
             classify(statement, &context).statement == "unclassified"
         }

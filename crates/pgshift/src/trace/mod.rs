@@ -189,6 +189,7 @@ fn placement(statement: &Statement) -> Option<Placement> {
         server_version_num: None,
         created_earlier: None,
         in_transaction: false,
+        added_columns: None,
     };
     match classify(statement, &context).transaction {
         TransactionUse::Control => None,

@@ -49,7 +49,7 @@ pub(super) fn set_not_null(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Bui
     };
     if let Some(facts) = target.facts {
         match facts.column(column) {
-            None if target.declared() => {}
+            None if target.absence_unproven(column) => {}
             None => {
                 return piece(
                     WorkClass::CatalogOnly,
@@ -146,7 +146,7 @@ pub(super) fn alter_column_type(
     let detail = Some(format!("to {new_base}{}", modifiers_text(&modifiers)));
     let facts_column = target.facts.map(|facts| facts.column(column));
     match facts_column {
-        Some(None) if !target.declared() => {
+        Some(None) if !target.absence_unproven(column) => {
             b.operation(
                 OperationKind::AlterColumnType,
                 Some(&target.table),

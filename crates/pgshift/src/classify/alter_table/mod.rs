@@ -70,6 +70,13 @@ impl Target<'_> {
         self.context.facts.is_some_and(|facts| facts.is_declared())
     }
 
+    /// Whether `column`'s absence from the facts proves nothing: the facts are
+    /// declared, or an earlier statement of the input adds it (the live catalog does
+    /// not have it yet; the server will when this runs).
+    fn absence_unproven(&self, column: &str) -> bool {
+        self.declared() || self.context.column_added_earlier(&self.table, column)
+    }
+
     fn is_partitioned(&self) -> Option<bool> {
         self.facts
             .map(|facts| facts.kind == RelationKind::PartitionedTable)
