@@ -74,3 +74,67 @@ fn lint_trace_refuses_a_url_without_trace_and_reports_an_unreachable_target() {
     let error = json["trace"]["error"].as_str().expect("the error");
     assert!(error.starts_with("cannot connect to the target"), "{error}");
 }
+
+/// With `--url`, each traced statement carries the live size of the pre-existing tables
+/// it rewrote or locked ACCESS EXCLUSIVE on the clone, as the target measures them; a
+/// table the files create has none.
+#[test]
+fn lint_trace_with_a_url_gives_the_live_size_of_what_the_blocking_form_holds() {
+    let cluster = pgshift_embedded::shared_cluster().expect("a cluster");
+    let db = cluster.fresh_database("trace_live").expect("database");
+    cluster
+        .psql(
+            &db,
+            "CREATE TABLE t (id int PRIMARY KEY, x int);
+             INSERT INTO t SELECT g, g FROM generate_series(1, 5000) g;
+             ANALYZE t;",
+        )
+        .expect("seeded");
+    let heap: i64 = cluster
+        .psql(&db, "SELECT pg_relation_size('t')")
+        .expect("size")
+        .trim()
+        .parse()
+        .expect("a number");
+    let dir = std::env::temp_dir().join(format!("pgshift-trace-live-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a directory");
+    let file = dir.join("0001_t.sql");
+    std::fs::write(
+        &file,
+        "ALTER TABLE t ALTER COLUMN x TYPE bigint;\nCREATE TABLE n (a int);\nALTER TABLE n ADD COLUMN b int;\n",
+    )
+    .expect("written");
+    let url = cluster.connection_string(&db);
+    let run = pgshift(&[
+        "lint",
+        "--trace",
+        "--url",
+        &url,
+        "--format",
+        "json",
+        file.to_str().expect("a path"),
+    ]);
+    let json: Value = serde_json::from_str(&run.stdout).expect("stdout is JSON");
+    assert_eq!(json["trace"]["live_sizes_error"], Value::Null, "{json:#}");
+    let statements = json["trace"]["statements"].as_array().expect("traced");
+    let live = &statements[0]["live"];
+    assert_eq!(live[0]["relation"]["name"], "t", "{live:#}");
+    assert_eq!(live[0]["heap_bytes"], heap, "{live:#}");
+    assert_eq!(live[0]["row_estimate"], 5000, "{live:#}");
+    for created in &statements[1..] {
+        assert_eq!(created.get("live"), None, "a new table: {created:#}");
+    }
+    let text = pgshift(&[
+        "lint",
+        "--trace",
+        "--url",
+        &url,
+        file.to_str().expect("a path"),
+    ]);
+    assert!(
+        text.stdout.contains("live: \"public\".\"t\" ") && text.stdout.contains("heap, ~5000 rows"),
+        "{}",
+        text.stdout
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

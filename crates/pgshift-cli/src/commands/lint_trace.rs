@@ -1,11 +1,15 @@
 //! `pgshift lint --trace`: the judged files run on a throwaway cluster
 //! (`pgshift::trace`), each statement's trace set against its static classification.
 
+use pgshift::catalog::read_snapshot;
+use pgshift::catalog::volume::live_volume;
 use pgshift::classify::Classification;
+use pgshift::connect::SessionBudgets;
+use pgshift::lock::LockMode;
 use pgshift::report::{LintTrace, TracedStatementReport};
 use pgshift::script::Script;
 use pgshift::trace::{compare, trace, Outcome, TraceInput, TraceTarget};
-use pgshift_sql::Statement;
+use pgshift_sql::{QualifiedName, Statement};
 
 /// The files to trace, with lint's classification of each statement.
 #[derive(Default)]
@@ -52,6 +56,7 @@ impl Traced {
             nested_statements: None,
             error: None,
             statements: Vec::new(),
+            live_sizes_error: None,
         };
         if input_errors > 0 {
             out.error = Some("not traced: an input could not be read or parsed".to_owned());
@@ -101,8 +106,70 @@ impl Traced {
         out.server_version = Some(run.server_version);
         out.schema = Some(run.schema);
         out.nested_statements = Some(run.nested_statements);
+        if let Some(conninfo) = url {
+            if let Err(error) = runtime.block_on(live_sizes(conninfo, &mut out.statements)) {
+                out.live_sizes_error = Some(error);
+            }
+        }
         out
     }
+}
+
+/// The tables a traced statement rewrote, or locked ACCESS EXCLUSIVE, that existed
+/// before it: what the blocking form holds writers behind, for as long as its work on
+/// them takes.
+fn heavy_tables(statement: &TracedStatementReport) -> Vec<QualifiedName> {
+    let mut names: Vec<QualifiedName> = statement
+        .trace
+        .rewrites
+        .iter()
+        .map(|r| r.table.clone())
+        .collect();
+    for lock in statement.trace.locks.iter().flatten() {
+        let table = matches!(
+            lock.kind,
+            "table" | "partitioned-table" | "materialized-view"
+        );
+        if table && !lock.created && lock.mode == LockMode::AccessExclusive {
+            names.push(lock.relation.clone());
+        }
+    }
+    let mut unique: Vec<QualifiedName> = Vec::new();
+    for name in names {
+        if !unique.contains(&name) {
+            unique.push(name);
+        }
+    }
+    unique
+}
+
+/// Reads the live size of every statement's [`heavy_tables`] on the target, in one
+/// read-only catalog snapshot.
+async fn live_sizes(
+    conninfo: &str,
+    statements: &mut [TracedStatementReport],
+) -> Result<(), String> {
+    let wanted: Vec<Vec<QualifiedName>> = statements.iter().map(heavy_tables).collect();
+    let mut names: Vec<QualifiedName> = wanted.iter().flatten().cloned().collect();
+    names.sort();
+    names.dedup();
+    if names.is_empty() {
+        return Ok(());
+    }
+    let spec = super::spec(Some(conninfo)).map_err(|e| e.message)?;
+    let session = super::session(&spec, &SessionBudgets::READ_ONLY_PLAN)
+        .await
+        .map_err(|e| e.message)?;
+    let snapshot = read_snapshot(session.client(), &names, session.user_search_path())
+        .await
+        .map_err(|e| format!("reading the live sizes: {e}"))?;
+    for (statement, names) in statements.iter_mut().zip(wanted) {
+        statement.live = names
+            .iter()
+            .filter_map(|name| live_volume(Some(&snapshot), name))
+            .collect();
+    }
+    Ok(())
 }
 
 /// Whether the trace makes the run fail.

@@ -338,7 +338,7 @@ fn table_summary(facts: &RelationFacts) -> String {
     parts.join(", ")
 }
 
-fn human_bytes(bytes: i64) -> String {
+pub(super) fn human_bytes(bytes: i64) -> String {
     const UNITS: [&str; 5] = ["B", "kB", "MB", "GB", "TB"];
     let mut value = bytes as f64;
     let mut unit = 0;

@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
+use pgshift::catalog::volume::LiveVolume;
 use pgshift::lock::LockMode;
 use pgshift::report::{LintTrace, TracedStatementReport};
 use pgshift::trace::{Difference, Outcome, SchemaOrigin};
@@ -34,6 +35,13 @@ pub fn trace_section(trace: &LintTrace) -> String {
         Tone::Heading
     };
     let _ = writeln!(out, "{}", paint(tone, &heading));
+    if let Some(error) = &trace.live_sizes_error {
+        let _ = writeln!(
+            out,
+            "{}",
+            paint(Tone::Caution, &format!("live sizes not read: {error}"))
+        );
+    }
     let level = verbosity();
     for statement in &trace.statements {
         let at = format!("{}:{}:{}", statement.path, statement.line, statement.column);
@@ -115,7 +123,28 @@ fn summary(statement: &TracedStatementReport) -> String {
             .collect();
         parts.push(format!("ran {}", ran.join(", ")));
     }
+    if !statement.live.is_empty() {
+        let live: Vec<String> = statement.live.iter().map(live_size).collect();
+        parts.push(format!("live: {}", live.join(", ")));
+    }
     parts.join("; ")
+}
+
+/// `"public"."events" 1.6 GB heap, ~10000000 rows` as the target measured it.
+fn live_size(volume: &LiveVolume) -> String {
+    let rows = if volume.row_estimate >= 0 {
+        format!(", ~{} rows", volume.row_estimate)
+    } else {
+        String::new()
+    };
+    match volume.heap_bytes {
+        Some(bytes) => format!(
+            "{} {} heap{rows}",
+            volume.relation,
+            super::plan::human_bytes(bytes)
+        ),
+        None => format!("{} (size not known)", volume.relation),
+    }
 }
 
 /// The locks on tables, views and materialized views, grouped by mode (strongest

@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 
+use crate::catalog::volume::LiveVolume;
 use crate::lint::{Code, Finding, Help, Severity};
 use crate::script::TransactionMode;
 use crate::trace::{
@@ -46,6 +47,9 @@ pub struct LintTrace {
     pub error: Option<String>,
     /// One entry per statement, file by file.
     pub statements: Vec<TracedStatementReport>,
+    /// With `--url`: why the live sizes of the traced tables could not be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub live_sizes_error: Option<String>,
 }
 
 /// One statement's trace, and where the static classification differs from it.
@@ -67,6 +71,10 @@ pub struct TracedStatementReport {
     pub trace: TraceObject,
     /// Where lint's static judgement differs from the trace (the trace wins).
     pub differences: Vec<Difference>,
+    /// With `--url`: the live size of each pre-existing table the statement rewrote or
+    /// locked ACCESS EXCLUSIVE on the clone, measured on the target (read-only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub live: Vec<LiveVolume>,
 }
 
 /// What the server did for one statement.
@@ -107,6 +115,7 @@ impl TracedStatementReport {
                 nested: trace.nested.clone(),
             },
             differences,
+            live: Vec::new(),
         }
     }
 }
