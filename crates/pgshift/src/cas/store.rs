@@ -294,15 +294,16 @@ pub async fn save_report(
 /// Every column of a run. The columns later versions added (`label`, `throttle_paused`,
 /// `throttle`) are read through `to_jsonb` of the row, so that the read-only commands
 /// (`status`) work on a runs table an earlier version made, which only a command that
-/// records runs brings up to date ([`ENSURE`]).
+/// records runs brings up to date ([`ENSURE`]); the row's JSON is made once.
 const SELECT: &str = "SELECT id, source_oid, statement, phase, resume_phase, plan::pg_catalog.text, \
      landed_prefix::pg_catalog.text, copy_finished, rows_copied, verified, defer_cutover, cutover_requested, error, \
      pg_catalog.quote_ident(source_schema) || '.' || pg_catalog.quote_ident(source_name), \
-     pg_catalog.to_jsonb(r) ->> 'label', \
+     x.j ->> 'label', \
      pg_catalog.to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), \
      pg_catalog.to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), report::pg_catalog.text, \
-     COALESCE(CAST(pg_catalog.to_jsonb(r) ->> 'throttle_paused' AS boolean), false), \
-     pg_catalog.to_jsonb(r) ->> 'throttle' FROM pgshift.runs r";
+     COALESCE(CAST(x.j ->> 'throttle_paused' AS boolean), false), \
+     x.j ->> 'throttle' \
+     FROM pgshift.runs r CROSS JOIN LATERAL (SELECT pg_catalog.to_jsonb(r) AS j) x";
 
 fn record(row: &tokio_postgres::Row) -> Result<RunRecord, CasError> {
     let phase: String = row.get(3);
