@@ -114,6 +114,25 @@ async fn wait_for_throttle(db: &str, text: &str) {
     );
 }
 
+/// Waits until the run record's throttle state shows a writer slowdown of at least
+/// `ratio` (`… (now 35.2×)`).
+async fn wait_for_slowdown(db: &str, ratio: f64) {
+    let now = |state: &str| -> Option<f64> {
+        let (_, after) = state.rsplit_once("(now ")?;
+        after.split('×').next()?.parse().ok()
+    };
+    for _ in 0..600 {
+        if now(&throttle_state(db)).is_some_and(|r| r >= ratio) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!(
+        "the throttle never showed a slowdown of {ratio}×; it says {:?}",
+        throttle_state(db)
+    );
+}
+
 fn rows_copied(db: &str) -> i64 {
     value(
         db,
@@ -370,6 +389,8 @@ async fn inv_oc_5_commits_slower_than_their_baseline_pause_the_copy_until_they_a
     wait_for_throttle(&db, "writer baseline p90").await;
     assert_eq!(rows_copied(&db), 0, "the copy started before the baseline");
     standby.delay("300ms");
+    // Still held by the operator until the state shows the probe that slow.
+    wait_for_slowdown(&db, 3.0).await;
     cas::request_throttle(&spec(&db), &table, false)
         .await
         .expect("resume requested");
@@ -377,7 +398,7 @@ async fn inv_oc_5_commits_slower_than_their_baseline_pause_the_copy_until_they_a
     let state = throttle_state(&db);
     assert!(state.contains("over the baseline"), "{state}");
     assert_copy_stays_paused(&db).await;
-    assert!(rows_copied(&db) < ROWS, "the copy ended before the pause");
+    assert_eq!(rows_copied(&db), 0, "a chunk ran while the commits were slow");
     standby.delay("0");
     let report = run.await.expect("task").expect("the run completes");
     drop(standby);

@@ -185,7 +185,7 @@ impl Tick {
             self.last_event = Some((Instant::now(), pace, kind));
             self.throttle.record(event(pace, &reason, sample.as_ref()));
         }
-        let state = self.state(pace, &reason);
+        let state = self.state(pace, &reason, sample.as_ref());
         if state != self.last_state || due {
             if let Some(session) = session {
                 if record::set_state(session.client(), self.run, &state)
@@ -200,13 +200,20 @@ impl Tick {
 }
 
 impl Tick {
-    /// The state `status` shows: the decision, and the writers' baseline once measured
-    /// when the slowdown is consulted.
-    fn state(&self, pace: Pace, reason: &str) -> String {
+    /// The state `status` shows: the decision, and when the slowdown is consulted the
+    /// writers' baseline once measured, with the slowdown last read (whatever decided).
+    fn state(&self, pace: Pace, reason: &str, sample: Option<&Sample>) -> String {
         let decision = describe(pace, reason);
-        match (self.limits.max_writer_slowdown, self.signals.baseline_ms()) {
-            (Some(_), Some(ms)) => format!("{decision}; writer baseline p90 {ms:.2} ms"),
-            _ => decision,
+        let (Some(_), Some(ms)) = (self.limits.max_writer_slowdown, self.signals.baseline_ms())
+        else {
+            return decision;
+        };
+        match sample.and_then(|s| s.writer_slowdown.as_ref().ok()) {
+            Some(now) => format!(
+                "{decision}; writer baseline p90 {ms:.2} ms (now {:.1}×)",
+                now.ratio
+            ),
+            None => format!("{decision}; writer baseline p90 {ms:.2} ms"),
         }
     }
 }
