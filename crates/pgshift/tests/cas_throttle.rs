@@ -398,7 +398,11 @@ async fn inv_oc_5_commits_slower_than_their_baseline_pause_the_copy_until_they_a
     let state = throttle_state(&db);
     assert!(state.contains("over the baseline"), "{state}");
     assert_copy_stays_paused(&db).await;
-    assert_eq!(rows_copied(&db), 0, "a chunk ran while the commits were slow");
+    assert_eq!(
+        rows_copied(&db),
+        0,
+        "a chunk ran while the commits were slow"
+    );
     standby.delay("0");
     let report = run.await.expect("task").expect("the run completes");
     drop(standby);
