@@ -647,3 +647,30 @@ pub struct AuditArgs {
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cas {
+        #[command(flatten)]
+        cas: super::CasArgs,
+    }
+
+    #[test]
+    fn the_throttle_flags_default_to_the_engines_limits() {
+        let cas = Cas::try_parse_from(["pgshift"]).expect("the defaults parse");
+        assert_eq!(
+            cas.cas.options().throttle,
+            pgshift::cas::throttle::DEFAULT_LIMITS
+        );
+        let cas = Cas::try_parse_from(["pgshift", "--max-writer-slowdown", "1.5x"])
+            .expect("a ratio parses");
+        assert_eq!(cas.cas.options().throttle.max_writer_slowdown, Some(1.5));
+        let cas =
+            Cas::try_parse_from(["pgshift", "--max-writer-slowdown", "off"]).expect("off parses");
+        assert_eq!(cas.cas.options().throttle.max_writer_slowdown, None);
+        assert!(Cas::try_parse_from(["pgshift", "--max-writer-slowdown", "1"]).is_err());
+    }
+}
