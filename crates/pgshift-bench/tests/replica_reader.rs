@@ -95,6 +95,7 @@ fn run_options() -> RunOptions {
         throttle: ThrottleLimits {
             max_replica_lag_ms: Some(10_000),
             max_writer_p99_ms: None,
+            max_writer_slowdown: None,
             max_wal_bytes_per_s: None,
             ..ThrottleLimits::default()
         },

@@ -329,6 +329,11 @@ pub struct CasArgs {
     /// own probe transaction is over this (slowed from half of it; `off` to ignore).
     #[arg(long, default_value = "50ms", value_name = "DURATION", value_parser = crate::throttle_arg::duration_ms)]
     pub max_writer_p99: crate::throttle_arg::Limit,
+    /// Throttle: pause the work while pgshift's probe commits this many times slower
+    /// (its 90th percentile) than in a baseline measured before the work starts
+    /// (slowed from half of the way; `1.5x`, `off` to ignore).
+    #[arg(long, default_value = "3", value_name = "RATIO", value_parser = crate::throttle_arg::ratio)]
+    pub max_writer_slowdown: crate::throttle_arg::RatioLimit,
     /// Throttle: pause the work while the server writes WAL faster than this
     /// (`64MB`, `512kB/s`; default off).
     #[arg(long, default_value = "off", value_name = "RATE", value_parser = crate::throttle_arg::bytes_per_s)]
@@ -362,6 +367,7 @@ impl CasArgs {
             throttle: pgshift::cas::ThrottleLimits {
                 max_replica_lag_ms: self.max_replica_lag.0,
                 max_writer_p99_ms: self.max_writer_p99.0,
+                max_writer_slowdown: self.max_writer_slowdown.0,
                 max_wal_bytes_per_s: self.max_wal_rate.0,
                 ..pgshift::cas::ThrottleLimits::default()
             },
@@ -640,4 +646,31 @@ pub struct AuditArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cas {
+        #[command(flatten)]
+        cas: super::CasArgs,
+    }
+
+    #[test]
+    fn the_throttle_flags_default_to_the_engines_limits() {
+        let cas = Cas::try_parse_from(["pgshift"]).expect("the defaults parse");
+        assert_eq!(
+            cas.cas.options().throttle,
+            pgshift::cas::throttle::DEFAULT_LIMITS
+        );
+        let cas = Cas::try_parse_from(["pgshift", "--max-writer-slowdown", "1.5x"])
+            .expect("a ratio parses");
+        assert_eq!(cas.cas.options().throttle.max_writer_slowdown, Some(1.5));
+        let cas =
+            Cas::try_parse_from(["pgshift", "--max-writer-slowdown", "off"]).expect("off parses");
+        assert_eq!(cas.cas.options().throttle.max_writer_slowdown, None);
+        assert!(Cas::try_parse_from(["pgshift", "--max-writer-slowdown", "1"]).is_err());
+    }
 }

@@ -1,6 +1,6 @@
 //! The throttle's limits on the command line: a duration (`500ms`, `10s`, `2m`), a
 //! rate of bytes per second (`64MB`, `512kB/s`; units of 1024 as PostgreSQL writes
-//! them), or `off`.
+//! them), a ratio over a baseline (`3`, `1.5x`), or `off`.
 
 /// A limit; `None` is `off`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,9 +63,42 @@ pub fn bytes_per_s(text: &str) -> Result<Limit, String> {
         .ok_or_else(|| format!("{text:?} is too large"))
 }
 
+/// A ratio limit; `None` is `off`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RatioLimit(pub Option<f64>);
+
+/// A ratio over 1 (`3`, `1.5x`, `2×`), or `off`.
+pub fn ratio(text: &str) -> Result<RatioLimit, String> {
+    let text = text.trim();
+    if text.eq_ignore_ascii_case("off") {
+        return Ok(RatioLimit(None));
+    }
+    let number = text.strip_suffix(['x', 'X', '×']).unwrap_or(text).trim();
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a ratio such as 3 or 1.5x (or `off`)"))?;
+    if !value.is_finite() || value <= 1.0 {
+        return Err(format!(
+            "{text:?}: a slowdown limit is a ratio over 1 (1 would allow no slowdown at all)"
+        ));
+    }
+    Ok(RatioLimit(Some(value)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ratios_parse_over_one_or_off() {
+        assert_eq!(ratio("3"), Ok(RatioLimit(Some(3.0))));
+        assert_eq!(ratio("1.5x"), Ok(RatioLimit(Some(1.5))));
+        assert_eq!(ratio("2×"), Ok(RatioLimit(Some(2.0))));
+        assert_eq!(ratio("off"), Ok(RatioLimit(None)));
+        for bad in ["1", "0.5", "-2", "inf", "NaN", "fast", ""] {
+            assert!(ratio(bad).is_err(), "{bad:?} accepted");
+        }
+    }
 
     #[test]
     fn limits_parse_with_their_units() {

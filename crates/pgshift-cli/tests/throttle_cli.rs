@@ -7,7 +7,7 @@ mod common;
 use common::cas::{database, phase, spawn, wait_for_phase, REWRITE};
 use common::pgshift;
 
-/// `apply` of the rewrite with a deferred cutover (its probe limit off: the machine's
+/// `apply` of the rewrite with a deferred cutover (its probe limits off: the machine's
 /// load must not hold it), started in the background.
 fn deferred_rewrite(url: &str) -> std::process::Child {
     spawn(&[
@@ -16,6 +16,8 @@ fn deferred_rewrite(url: &str) -> std::process::Child {
         url,
         "--defer-cutover",
         "--max-writer-p99",
+        "off",
+        "--max-writer-slowdown",
         "off",
         "--sql",
         REWRITE,

@@ -1,9 +1,10 @@
 //! The throttle and the standbys, on a real primary with a real streaming replica (one
 //! per test binary, made from the shared cluster): a standby that stops replaying
 //! pauses the copy, and the run completes, verified, once it replays again; a signal
-//! that cannot be read pauses the work (fail closed); an operator's pause and resume
-//! through the run record; the cutover refusing a lagging standby with the source
-//! intact.
+//! that cannot be read pauses the work (fail closed); commits made slower than their
+//! baseline (a synchronous standby that applies late) pause the copy until they are
+//! fast again; an operator's pause and resume through the run record; the cutover
+//! refusing a lagging standby with the source intact.
 
 mod common;
 
@@ -55,6 +56,7 @@ fn throttled(limits: ThrottleLimits) -> RunOptions {
 const OFF: ThrottleLimits = ThrottleLimits {
     max_replica_lag_ms: None,
     max_writer_p99_ms: None,
+    max_writer_slowdown: None,
     max_wal_bytes_per_s: None,
     interval_ms: 100,
 };
@@ -108,6 +110,25 @@ async fn wait_for_throttle(db: &str, text: &str) {
     }
     panic!(
         "the throttle never said {text:?}; it says {:?}",
+        throttle_state(db)
+    );
+}
+
+/// Waits until the run record's throttle state shows a writer slowdown of at least
+/// `ratio` (`… (now 35.2×)`).
+async fn wait_for_slowdown(db: &str, ratio: f64) {
+    let now = |state: &str| -> Option<f64> {
+        let (_, after) = state.rsplit_once("(now ")?;
+        after.split('×').next()?.parse().ok()
+    };
+    for _ in 0..600 {
+        if now(&throttle_state(db)).is_some_and(|r| r >= ratio) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!(
+        "the throttle never showed a slowdown of {ratio}×; it says {:?}",
         throttle_state(db)
     );
 }
@@ -275,6 +296,136 @@ async fn inv_oc_5_an_unwritable_probe_pauses_the_work_until_it_commits_again() {
         "0",
         "the run's probe row is removed with its other engine objects"
     );
+}
+
+/// Makes every commit of database `db` wait until the standby has applied it, and the
+/// standby apply each commit `delay` late once [`SyncStandby::delay`] is called: a
+/// commit path slowed on the server, as a slow synchronous standby slows every writer.
+/// Undone when dropped (other databases of the cluster commit as before throughout:
+/// they are `synchronous_commit = local` while this is in force).
+struct SyncStandby;
+
+impl SyncStandby {
+    fn start(db: &str) -> Self {
+        cluster()
+            .psql(
+                "postgres",
+                "ALTER SYSTEM SET synchronous_commit = local; \
+                 ALTER SYSTEM SET synchronous_standby_names = '*'; \
+                 SELECT pg_reload_conf();",
+            )
+            .expect("synchronous standby configured");
+        cluster()
+            .psql(
+                "postgres",
+                &format!("ALTER DATABASE \"{db}\" SET synchronous_commit = remote_apply"),
+            )
+            .expect("the database waits for the standby's apply");
+        SyncStandby
+    }
+
+    fn delay(&self, delay: &str) {
+        replica()
+            .psql(
+                "postgres",
+                &format!(
+                    "ALTER SYSTEM SET recovery_min_apply_delay = '{delay}'; SELECT pg_reload_conf();"
+                ),
+            )
+            .expect("the standby's apply delay set");
+    }
+}
+
+impl Drop for SyncStandby {
+    fn drop(&mut self) {
+        let _ = replica().psql(
+            "postgres",
+            "ALTER SYSTEM RESET recovery_min_apply_delay; SELECT pg_reload_conf();",
+        );
+        let _ = cluster().psql(
+            "postgres",
+            "ALTER SYSTEM RESET synchronous_standby_names; \
+             ALTER SYSTEM RESET synchronous_commit; SELECT pg_reload_conf();",
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn inv_oc_5_commits_slower_than_their_baseline_pause_the_copy_until_they_are_fast_again() {
+    let _turn = STANDBY_TURN.lock().await;
+    let db = table_db("throttle_slowdown");
+    cluster()
+        .wait_for_replay(replica(), Duration::from_secs(60))
+        .expect("the standby is caught up");
+    let standby = SyncStandby::start(&db);
+    // Held at its start by an unwritable probe: no baseline, so paused (fail closed).
+    cluster()
+        .psql(
+            &db,
+            "CREATE SCHEMA pgshift; \
+             CREATE TABLE pgshift.throttle_probe (run bigint PRIMARY KEY, at timestamptz NOT NULL); \
+             CREATE FUNCTION refuse_probe() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'held'; END $$; \
+             CREATE TRIGGER refuse BEFORE INSERT OR UPDATE ON pgshift.throttle_probe FOR EACH ROW EXECUTE FUNCTION refuse_probe();",
+        )
+        .expect("probe made unwritable");
+    let run = spawn_run(
+        &db,
+        throttled(ThrottleLimits {
+            max_writer_slowdown: Some(3.0),
+            ..OFF
+        }),
+    );
+    wait_for_phase(&db, "copying").await;
+    wait_for_throttle(&db, "cannot read the writer slowdown: held").await;
+    // An operator's pause keeps the work from starting while the baseline is measured,
+    // with commits as fast as they are without the delay.
+    let table = QualifiedName::bare("t");
+    cas::request_throttle(&spec(&db), &table, true)
+        .await
+        .expect("pause requested");
+    cluster()
+        .psql(&db, "DROP TRIGGER refuse ON pgshift.throttle_probe")
+        .expect("probe writable again");
+    wait_for_throttle(&db, "writer baseline p90").await;
+    assert_eq!(rows_copied(&db), 0, "the copy started before the baseline");
+    standby.delay("300ms");
+    // Still held by the operator until the state shows the probe that slow.
+    wait_for_slowdown(&db, 3.0).await;
+    cas::request_throttle(&spec(&db), &table, false)
+        .await
+        .expect("resume requested");
+    wait_for_throttle(&db, "paused: writer slowdown").await;
+    let state = throttle_state(&db);
+    assert!(state.contains("over the baseline"), "{state}");
+    assert_copy_stays_paused(&db).await;
+    assert_eq!(
+        rows_copied(&db),
+        0,
+        "a chunk ran while the commits were slow"
+    );
+    standby.delay("0");
+    let report = run.await.expect("task").expect("the run completes");
+    drop(standby);
+    assert_eq!(report.phase, "done");
+    assert_eq!(report.rows_verified, ROWS);
+    let paused = report
+        .throttle
+        .iter()
+        .position(|e| e.pace == Pace::Paused && e.reason.starts_with("writer slowdown"))
+        .unwrap_or_else(|| panic!("no pause for the slowdown: {:?}", report.throttle));
+    let slow = &report.throttle[paused];
+    assert!(
+        slow.writer_slowdown.is_some_and(|r| r >= 3.0) && slow.writer_baseline_ms.is_some(),
+        "{slow:?}"
+    );
+    assert!(
+        report.throttle[paused..]
+            .iter()
+            .any(|e| e.pace == Pace::Open),
+        "never opened again after the slowdown: {:?}",
+        report.throttle
+    );
+    assert_rewritten(&db);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

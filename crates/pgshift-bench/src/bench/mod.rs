@@ -168,8 +168,8 @@ pub struct BenchOptions {
     pub workers: usize,
     /// Chunk target duration of every pgshift run, ms.
     pub chunk_target_ms: u64,
-    /// `--max-writer-p99` of P3's run with the stricter throttle, ms.
-    pub strict_writer_p99_ms: u64,
+    /// `--max-writer-slowdown` of P3's run with the stricter throttle (a ratio).
+    pub strict_writer_slowdown: f64,
     /// Longest a pgshift run under the relay load may take before the benchmark
     /// gives up on it (a throttle that never lets the work go), seconds.
     pub change_timeout_s: u64,
@@ -199,7 +199,7 @@ impl BenchOptions {
             pg_bin: None,
             workers: 2,
             chunk_target_ms: 500,
-            strict_writer_p99_ms: 10,
+            strict_writer_slowdown: 1.5,
             change_timeout_s: 900,
             verify: VerifyMethod::Digest,
             args: Vec::new(),
@@ -226,10 +226,10 @@ impl BenchOptions {
     }
 
     /// The copy-and-swap options of P3's run with the stricter throttle: the
-    /// default limits with a lower writer p99.
+    /// default limits with a lower writer slowdown.
     pub fn strict_throttle(&self) -> ThrottleLimits {
         ThrottleLimits {
-            max_writer_p99_ms: Some(self.strict_writer_p99_ms),
+            max_writer_slowdown: Some(self.strict_writer_slowdown),
             ..ThrottleLimits::default()
         }
     }
@@ -624,7 +624,7 @@ fn notes() -> Vec<String> {
         "P5 uses pgbench (single-row inserts into a table with a bigint identity key, 2 clients) like the ecosystem measurement, in rounds on a fresh table each: no trigger, naive capture, pgshift capture with the engine running, pgshift capture with the engine killed, no trigger again. 'Engine running' is pgshift waiting in `ready` (defer_cutover) with its applier draining the change log on the same 2 cores; 'capture only' is the same capture after the engine process was killed with SIGKILL (the run is then aborted, which removes the triggers). Each round's baseline is the mean of its first and last measurement; the figures are medians over the rounds of each round's ratios.",
         "P6 reads VmHWM of the child process from /proc/<pid>/status: the child reports its own at exit; the parent also samples it every 100 ms while the child runs.",
         "P1 runs at two sizes (the standard one and --p1-large-rows), each on its own pair of identical tables; its targets are held at the larger size.",
-        "P3 runs pgshift three times under the same load, each on its own copy of the seeded database: with the default throttle, with a stricter --max-writer-p99, and with every throttle limit off. A run's copy slowdown is its copy phase over the unthrottled run's. The throttle's decisions are the engine's own (RunReport.throttle: one at each change of pace and every few seconds meanwhile); a span lasts from its decision to the next one, the last to the end of the paced work (copy, index builds, verification), and is shaded on the run's latency chart. A pgshift run under the relay load that has not finished after its budget (900 s; 180 s with --quick) is given up and reported as a failure with the throttle's state: a throttle that never lets the work go would otherwise hold the benchmark for ever.",
+        "P3 runs pgshift three times under the same load, each on its own copy of the seeded database: with the default throttle, with a stricter --max-writer-slowdown, and with every throttle limit off. A run's copy slowdown is its copy phase over the unthrottled run's. The throttle's decisions are the engine's own (RunReport.throttle: one at each change of pace and every few seconds meanwhile); a span lasts from its decision to the next one, the last to the end of the paced work (copy, index builds, verification), and is shaded on the run's latency chart. A pgshift run under the relay load that has not finished after its budget (900 s; 180 s with --quick) is given up and reported as a failure with the throttle's state: a throttle that never lets the work go would otherwise hold the benchmark for ever.",
         "P7's backlog is count(*) of pgshift.log_<run> sampled every 500 ms by a separate session; 'steady state' means that over the second half of the samples taken before the cutover the backlog grows by less than 5 % of the write rate per second (least-squares slope).",
     ]
     .into_iter()

@@ -42,7 +42,7 @@ const P3_WRITERS: usize = 4;
 const P7_WRITERS: usize = 8;
 
 /// How the change runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 enum Change {
     Blocking,
     /// Through pgshift, with these throttle limits.
@@ -54,6 +54,7 @@ enum Change {
 const NO_LIMITS: ThrottleLimits = ThrottleLimits {
     max_replica_lag_ms: None,
     max_writer_p99_ms: None,
+    max_writer_slowdown: None,
     max_wal_bytes_per_s: None,
     interval_ms: pgshift::cas::throttle::DEFAULT_LIMITS.interval_ms,
 };
@@ -163,8 +164,8 @@ pub(crate) async fn run(
                 "relay_strict",
                 strict,
                 format!(
-                    "pgshift, stricter throttle (--max-writer-p99 {})",
-                    bench.options.strict_writer_p99_ms
+                    "pgshift, stricter throttle (--max-writer-slowdown {})",
+                    bench.options.strict_writer_slowdown
                 ),
                 "p3-pgshift-strict.svg",
             ),

@@ -75,10 +75,10 @@ struct RunArgs {
     /// [default: 10000000; quick: 300000].
     #[arg(long)]
     p1_large_rows: Option<u64>,
-    /// `--max-writer-p99` (ms) of P3's run with the stricter throttle (the default
-    /// throttle's is 50).
-    #[arg(long, default_value_t = 10)]
-    strict_writer_p99: u64,
+    /// `--max-writer-slowdown` (a ratio over the probe's baseline) of P3's run with
+    /// the stricter throttle (the default throttle's is 3).
+    #[arg(long, default_value_t = 1.5)]
+    strict_writer_slowdown: f64,
     /// Rows of P6's small table [default: rows / 10].
     #[arg(long)]
     small_rows: Option<u64>,
@@ -129,10 +129,13 @@ impl RunArgs {
         if let Some(rows) = self.p1_large_rows {
             o.p1_large_rows = rows;
         }
-        if self.strict_writer_p99 == 0 {
-            return Err("--strict-writer-p99 must be at least 1 ms".to_owned());
+        if !(self.strict_writer_slowdown.is_finite() && self.strict_writer_slowdown > 1.0) {
+            return Err(format!(
+                "--strict-writer-slowdown must be a ratio over 1, not {}",
+                self.strict_writer_slowdown
+            ));
         }
-        o.strict_writer_p99_ms = self.strict_writer_p99;
+        o.strict_writer_slowdown = self.strict_writer_slowdown;
         if let Some(small) = self.small_rows {
             o.small_rows = small;
         }

@@ -41,4 +41,4 @@ pub use run::{
 };
 pub use run::{request_throttle, ThrottleRequest};
 pub use store::{Phase, RunRecord};
-pub use throttle::{Pace, ThrottleEvent, ThrottleLimits};
+pub use throttle::{Pace, ThrottleEvent, ThrottleLimits, DEFAULT_WRITER_SLOWDOWN};

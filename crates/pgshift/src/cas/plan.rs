@@ -135,7 +135,7 @@ pub enum VerifyMethod {
 }
 
 /// Options of a run.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunOptions {
     /// Live or quiesced.
     pub mode: Mode,
@@ -164,7 +164,7 @@ pub struct RunOptions {
 }
 
 /// Everything a run needs, recorded with it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunPlan {
     /// The run's number (0 until recorded).
     pub run: i64,

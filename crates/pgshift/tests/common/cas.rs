@@ -34,6 +34,7 @@ pub fn options(mode: Mode) -> RunOptions {
         throttle: ThrottleLimits {
             max_replica_lag_ms: None,
             max_writer_p99_ms: None,
+            max_writer_slowdown: None,
             max_wal_bytes_per_s: None,
             ..ThrottleLimits::default()
         },

@@ -88,8 +88,8 @@ fn p3(results: &BenchResults) -> Vec<TargetResult> {
     let strict_what = p3
         .and_then(|p| p.strict.as_ref())
         .and_then(|r| r.throttle.as_ref())
-        .and_then(|t| t.max_writer_p99_ms)
-        .map_or(String::new(), |ms| format!(" (--max-writer-p99 {ms})"));
+        .and_then(|t| t.max_writer_slowdown)
+        .map_or(String::new(), |r| format!(" (--max-writer-slowdown {r})"));
     vec![
         TargetResult::new(
             "P3 p99",

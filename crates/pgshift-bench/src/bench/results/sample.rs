@@ -66,9 +66,11 @@ pub(crate) fn relay_run(label: &str) -> RelayRun {
         throttle: Some(ThrottleFigures {
             limits: "writer p99 ≤ 50 ms, replica lag ≤ 10000 ms, WAL rate off".to_owned(),
             max_writer_p99_ms: Some(50),
+            max_writer_slowdown: Some(3.0),
             decisions: 4,
             paused_ms: 0,
             probe_p99_max_ms: Some(3.5),
+            probe_slowdown_max: Some(1.2),
             spans: Vec::new(),
         }),
     }
@@ -90,9 +92,11 @@ pub(crate) fn throttled_run(
     run.throttle = Some(ThrottleFigures {
         limits: format!("writer p99 limit {limit_ms:?}"),
         max_writer_p99_ms: limit_ms,
+        max_writer_slowdown: None,
         decisions: spans.len() * 2 + 1,
         paused_ms: 0,
         probe_p99_max_ms: Some(6.0),
+        probe_slowdown_max: None,
         spans,
     });
     run

@@ -39,12 +39,18 @@ pub struct ThrottleFigures {
     pub limits: String,
     /// `--max-writer-p99` of the run, ms (`None`: off).
     pub max_writer_p99_ms: Option<u64>,
+    /// `--max-writer-slowdown` of the run (`None`: off, or a run measured before it).
+    #[serde(default)]
+    pub max_writer_slowdown: Option<f64>,
     /// Decisions the engine recorded.
     pub decisions: usize,
     /// Time the engine kept the work paused, ms (its own count).
     pub paused_ms: u64,
     /// The largest p99 of the engine's probe in any decision, ms.
     pub probe_p99_max_ms: Option<f64>,
+    /// The largest slowdown of the probe over its baseline in any decision.
+    #[serde(default)]
+    pub probe_slowdown_max: Option<f64>,
     /// The spans slowed or paused, in order.
     pub spans: Vec<ThrottleSpan>,
 }
@@ -90,11 +96,18 @@ impl ThrottleFigures {
         ThrottleFigures {
             limits: limits_text(limits),
             max_writer_p99_ms: limits.max_writer_p99_ms,
+            max_writer_slowdown: limits.max_writer_slowdown,
             decisions: events.len(),
             paused_ms,
             probe_p99_max_ms: events
                 .iter()
                 .filter_map(|e| e.writer_p99_ms)
+                .fold(None, |most: Option<f64>, v| {
+                    Some(most.map_or(v, |m| m.max(v)))
+                }),
+            probe_slowdown_max: events
+                .iter()
+                .filter_map(|e| e.writer_slowdown)
                 .fold(None, |most: Option<f64>, v| {
                     Some(most.map_or(v, |m| m.max(v)))
                 }),
@@ -120,6 +133,10 @@ pub fn limits_text(limits: &ThrottleLimits) -> String {
     };
     [
         limit("writer p99", limits.max_writer_p99_ms, "ms"),
+        match limits.max_writer_slowdown {
+            Some(r) => format!("writer slowdown ≤ {r}×"),
+            None => "writer slowdown off".to_owned(),
+        },
         limit("replica lag", limits.max_replica_lag_ms, "ms"),
         limit("WAL rate", limits.max_wal_bytes_per_s, "B/s"),
     ]
@@ -132,7 +149,7 @@ pub fn signal_of(reason: &str) -> String {
     let head = reason.split(':').next().unwrap_or(reason);
     let words: Vec<&str> = head
         .split_whitespace()
-        .take_while(|w| w.parse::<f64>().is_err())
+        .take_while(|w| !w.starts_with(|c: char| c.is_ascii_digit()))
         .collect();
     let signal = words.join(" ");
     if signal.is_empty() {
@@ -154,6 +171,8 @@ mod tests {
             replica_lag_ms: None,
             replica_lag_bytes: None,
             writer_p99_ms: Some(p99),
+            writer_slowdown: None,
+            writer_baseline_ms: None,
             wal_bytes_per_s: None,
         }
     }
@@ -207,7 +226,19 @@ mod tests {
         assert!((figures.seconds_at("slow") - 2.5).abs() < 1e-9);
         assert_eq!(
             figures.limits,
-            "writer p99 ≤ 5 ms, replica lag ≤ 10000 ms, WAL rate off"
+            "writer p99 ≤ 5 ms, writer slowdown ≤ 3×, replica lag ≤ 10000 ms, WAL rate off"
+        );
+    }
+
+    #[test]
+    fn a_slowdown_reason_is_one_signal_whatever_its_figures() {
+        assert_eq!(
+            signal_of("writer slowdown 2.4× over the baseline 1.10 ms (limit 2.0×)"),
+            "writer slowdown"
+        );
+        assert_eq!(
+            signal_of("writer p99 (probe) 62 ms (limit 50 ms)"),
+            "writer p99 (probe)"
         );
     }
 

@@ -1,7 +1,10 @@
 //! The throttle's controller: a task with a session of its own that reads every signal
 //! each tick, decides, and publishes the decision to the workers, the run record and
 //! the report. It never stops on an error: what it cannot read pauses the work
-//! (INV: OC-5), and a lost session is opened again on the next tick.
+//! (INV: OC-5), and a lost session is opened again on the next tick. Before the first
+//! decision it measures the writers' baseline (when `--max-writer-slowdown` is on), so
+//! that the work starts after it; a baseline it could not finish is finished by the
+//! ticks while the work waits for it.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -22,6 +25,8 @@ const STALE_TICKS: u32 = 10;
 const MIN_STALE: Duration = Duration::from_secs(5);
 /// The statement timeout of the controller's session.
 const STATEMENT_TIMEOUT_MS: u64 = 5_000;
+/// The time between two probes of the baseline.
+const BASELINE_SPACING: Duration = Duration::from_millis(50);
 
 /// The controller of one run; stopped (and its task ended) when dropped.
 pub struct Controller {
@@ -63,6 +68,11 @@ impl Controller {
             last_event: None,
             last_state: String::new(),
         };
+        if limits.max_writer_slowdown.is_some() {
+            tick.signals
+                .measure_baseline(session.client(), BASELINE_SPACING)
+                .await;
+        }
         tick.once(Some(&session)).await;
         // The wait for the first reading is not time the work was held back.
         throttle.0.paused_ms.store(0, Ordering::Relaxed);
@@ -109,7 +119,12 @@ async fn open(spec: &ConnectionSpec, run: i64) -> Result<Session, CasError> {
     let session = session::open(spec, &application(run)).await?;
     session
         .client()
-        .batch_execute(&format!("SET statement_timeout = {STATEMENT_TIMEOUT_MS}"))
+        // The probe commits as the application's writers do: the database's (or the
+        // role's) synchronous_commit, not the engine's `on` (a writer with
+        // remote_apply waits for a standby's replay, which `on` does not).
+        .batch_execute(&format!(
+            "SET statement_timeout = {STATEMENT_TIMEOUT_MS}; RESET synchronous_commit"
+        ))
         .await
         .map_err(|e| CasError::db("preparing the throttle's session", e))?;
     Ok(session)
@@ -138,6 +153,7 @@ impl Tick {
                         .map(|s| (s.name.clone(), s.lag_ms.clone()))
                         .collect(),
                     writer_p99_ms: sample.writer_p99_ms.clone(),
+                    writer_slowdown: sample.writer_slowdown.clone(),
                     wal_bytes_per_s: sample.wal_bytes_per_s.clone(),
                     operator_paused: record::operator_paused(client, self.run).await,
                 };
@@ -152,6 +168,11 @@ impl Tick {
                 None,
             ),
         };
+        if pace != Pace::Paused {
+            // The work may start now: what the probe measures from here on is not
+            // the writers' baseline.
+            self.signals.close_baseline();
+        }
         self.throttle.set(pace, reason.clone());
         let kind = reason_kind(&reason);
         let due = self
@@ -164,7 +185,7 @@ impl Tick {
             self.last_event = Some((Instant::now(), pace, kind));
             self.throttle.record(event(pace, &reason, sample.as_ref()));
         }
-        let state = describe(pace, &reason);
+        let state = self.state(pace, &reason, sample.as_ref());
         if state != self.last_state || due {
             if let Some(session) = session {
                 if record::set_state(session.client(), self.run, &state)
@@ -174,6 +195,25 @@ impl Tick {
                     self.last_state = state;
                 }
             }
+        }
+    }
+}
+
+impl Tick {
+    /// The state `status` shows: the decision, and when the slowdown is consulted the
+    /// writers' baseline once measured, with the slowdown last read (whatever decided).
+    fn state(&self, pace: Pace, reason: &str, sample: Option<&Sample>) -> String {
+        let decision = describe(pace, reason);
+        let (Some(_), Some(ms)) = (self.limits.max_writer_slowdown, self.signals.baseline_ms())
+        else {
+            return decision;
+        };
+        match sample.and_then(|s| s.writer_slowdown.as_ref().ok()) {
+            Some(now) => format!(
+                "{decision}; writer baseline p90 {ms:.2} ms (now {:.1}×)",
+                now.ratio
+            ),
+            None => format!("{decision}; writer baseline p90 {ms:.2} ms"),
         }
     }
 }
@@ -202,6 +242,9 @@ fn event(pace: Pace, reason: &str, sample: Option<&Sample>) -> ThrottleEvent {
         replica_lag_bytes: sample
             .and_then(|s| largest(s.standbys.iter().map(|x| x.lag_bytes).collect())),
         writer_p99_ms: sample.and_then(|s| s.writer_p99_ms.as_ref().ok().copied()),
+        writer_slowdown: sample.and_then(|s| s.writer_slowdown.as_ref().ok().map(|w| w.ratio)),
+        writer_baseline_ms: sample
+            .and_then(|s| s.writer_slowdown.as_ref().ok().map(|w| w.baseline_ms)),
         wal_bytes_per_s: sample.and_then(|s| s.wal_bytes_per_s.as_ref().ok().copied()),
     }
 }

@@ -7,18 +7,28 @@
 //! half of every limit the work runs at full speed. Once paused, the work stays paused
 //! until every signal is back under [`RESUME_BELOW`] of its limit, so that it does not
 //! flap at the limit.
+//!
+//! The writer slowdown is a ratio to a baseline, 1.0 when nothing changed: its share of
+//! its limit is how far it is over 1 against how far the limit is (a limit of 2.0× is
+//! half reached at 1.5×). A baseline that was not measured is a signal not read.
 
 use serde::{Deserialize, Serialize};
 
-/// The limits a user sets (`--max-replica-lag`, `--max-writer-p99`, `--max-wal-rate`);
-/// `None` turns a signal off: it is still read and recorded where it can be, but it
-/// decides nothing (and one that cannot be read pauses nothing).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// The limits a user sets (`--max-replica-lag`, `--max-writer-p99`,
+/// `--max-writer-slowdown`, `--max-wal-rate`); `None` turns a signal off: it is still
+/// read and recorded where it can be, but it decides nothing (and one that cannot be
+/// read pauses nothing).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ThrottleLimits {
     /// The most replay lag of any standby, in milliseconds.
     pub max_replica_lag_ms: Option<u64>,
     /// The most 99th-percentile commit latency of the engine's probe, in milliseconds.
     pub max_writer_p99_ms: Option<u64>,
+    /// The most the probe's recent commit latency may be over its baseline, measured
+    /// before the work started (a ratio of 90th percentiles; 2.0 is twice as slow).
+    /// Absent from the options of runs recorded before it existed: off.
+    #[serde(default)]
+    pub max_writer_slowdown: Option<f64>,
     /// The most WAL written per second, in bytes.
     pub max_wal_bytes_per_s: Option<u64>,
     /// How often the signals are read, in milliseconds.
@@ -26,14 +36,19 @@ pub struct ThrottleLimits {
 }
 
 /// Defaults: standbys at most 10 s behind, probe commits at most 50 ms at the 99th
-/// percentile, no WAL rate limit (the rate a disk and its standbys absorb is the
-/// machine's; replica lag is what shows it is too much).
+/// percentile and at most [`DEFAULT_WRITER_SLOWDOWN`] times slower than before the
+/// work, no WAL rate limit (the rate a disk and its standbys absorb is the machine's;
+/// replica lag is what shows it is too much).
 pub const DEFAULT_LIMITS: ThrottleLimits = ThrottleLimits {
     max_replica_lag_ms: Some(10_000),
     max_writer_p99_ms: Some(50),
+    max_writer_slowdown: Some(DEFAULT_WRITER_SLOWDOWN),
     max_wal_bytes_per_s: None,
     interval_ms: 500,
 };
+
+/// The default `--max-writer-slowdown`.
+pub const DEFAULT_WRITER_SLOWDOWN: f64 = 3.0;
 
 impl Default for ThrottleLimits {
     fn default() -> Self {
@@ -51,11 +66,23 @@ pub struct Readings {
     pub replica_lag_ms: Vec<(String, Reading)>,
     /// The probe's 99th-percentile commit latency over the recent window (ms).
     pub writer_p99_ms: Reading,
+    /// The probe's recent latency over its baseline.
+    pub writer_slowdown: Result<Slowdown, String>,
     /// WAL bytes per second over the recent window.
     pub wal_bytes_per_s: Reading,
     /// Whether an operator paused the run (`pgshift throttle TABLE --pause`); an
     /// error when the run record could not be read.
     pub operator_paused: Result<bool, String>,
+}
+
+/// The writer slowdown as read: the probe's recent 90th percentile over the same
+/// percentile of its baseline.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Slowdown {
+    /// Recent over baseline (1.0: no slower).
+    pub ratio: f64,
+    /// The baseline's 90th percentile, ms.
+    pub baseline_ms: f64,
 }
 
 /// How the work may go on.
@@ -94,6 +121,53 @@ pub const SLOW_FROM: f64 = 0.5;
 /// The longest pause before a chunk when slowed (at the limit), in milliseconds.
 pub const MAX_PAUSE_MS: f64 = 1_000.0;
 
+/// One signal as `decide` weighs it.
+struct Signal {
+    what: String,
+    reading: Reading,
+    limit: Option<f64>,
+    scale: Scale,
+}
+
+/// How a signal's value compares with its limit.
+#[derive(Clone, Copy)]
+enum Scale {
+    /// A quantity in this unit, 0 when idle.
+    Absolute(&'static str),
+    /// A ratio to a baseline (of this many ms), 1.0 when unchanged.
+    OverBaseline(f64),
+}
+
+impl Scale {
+    /// How much of its limit `value` is (1.0: at the limit).
+    fn share(self, value: f64, limit: f64) -> f64 {
+        let (value, limit) = match self {
+            Scale::Absolute(_) => (value, limit),
+            Scale::OverBaseline(_) => (value - 1.0, limit - 1.0),
+        };
+        if limit <= 0.0 {
+            // A limit of nothing at all: reached by anything.
+            if value > 0.0 {
+                f64::INFINITY
+            } else {
+                0.0
+            }
+        } else {
+            value.max(0.0) / limit
+        }
+    }
+
+    /// The reason a decision gives for this signal.
+    fn text(self, what: &str, value: f64, limit: f64) -> String {
+        match self {
+            Scale::Absolute(unit) => format!("{what} {value:.0} {unit} (limit {limit:.0} {unit})"),
+            Scale::OverBaseline(baseline_ms) => format!(
+                "{what} {value:.1}× over the baseline {baseline_ms:.2} ms (limit {limit:.1}×)"
+            ),
+        }
+    }
+}
+
 /// What the readings allow, and why (empty when open).
 pub fn decide(
     readings: &Readings,
@@ -112,49 +186,56 @@ pub fn decide(
         // INV: OC-5 — the operator's pause cannot be read: paused.
         Err(e) => return (Pace::Paused, format!("cannot read the run record: {e}")),
     }
-    let mut signals: Vec<(String, &Reading, Option<u64>, &str)> = readings
+    let lag = limits.max_replica_lag_ms.map(|l| l as f64);
+    let mut signals: Vec<Signal> = readings
         .replica_lag_ms
         .iter()
-        .map(|(name, reading)| {
-            (
-                format!("replay lag of standby {name:?}"),
-                reading,
-                limits.max_replica_lag_ms,
-                "ms",
-            )
+        .map(|(name, reading)| Signal {
+            what: format!("replay lag of standby {name:?}"),
+            reading: reading.clone(),
+            limit: lag,
+            scale: Scale::Absolute("ms"),
         })
         .collect();
-    signals.push((
-        "writer p99 (probe)".to_owned(),
-        &readings.writer_p99_ms,
-        limits.max_writer_p99_ms,
-        "ms",
-    ));
-    signals.push((
-        "WAL rate".to_owned(),
-        &readings.wal_bytes_per_s,
-        limits.max_wal_bytes_per_s,
-        "B/s",
-    ));
+    signals.push(Signal {
+        what: "writer p99 (probe)".to_owned(),
+        reading: readings.writer_p99_ms.clone(),
+        limit: limits.max_writer_p99_ms.map(|l| l as f64),
+        scale: Scale::Absolute("ms"),
+    });
+    let (slowdown, baseline_ms) = match &readings.writer_slowdown {
+        Ok(s) => (Ok(s.ratio), s.baseline_ms),
+        Err(e) => (Err(e.clone()), 0.0),
+    };
+    signals.push(Signal {
+        what: "writer slowdown".to_owned(),
+        reading: slowdown,
+        limit: limits.max_writer_slowdown,
+        scale: Scale::OverBaseline(baseline_ms),
+    });
+    signals.push(Signal {
+        what: "WAL rate".to_owned(),
+        reading: readings.wal_bytes_per_s.clone(),
+        limit: limits.max_wal_bytes_per_s.map(|l| l as f64),
+        scale: Scale::Absolute("B/s"),
+    });
     let mut worst: Option<(f64, String)> = None;
-    for (what, reading, limit, unit) in signals {
+    for signal in signals {
         // A limit turned off is the user's choice not to consult the signal.
-        let Some(limit) = limit else { continue };
-        let value = match reading {
-            Ok(value) => *value,
+        let Some(limit) = signal.limit else { continue };
+        let value = match signal.reading {
+            Ok(value) => value,
             // INV: OC-5 — a signal that cannot be read pauses the work.
-            Err(e) => return (Pace::Paused, format!("cannot read the {what}: {e}")),
+            Err(e) => {
+                return (
+                    Pace::Paused,
+                    format!("cannot read the {}: {e}", signal.what),
+                )
+            }
         };
-        let ratio = if limit == 0 {
-            f64::INFINITY
-        } else {
-            value / limit as f64
-        };
-        if worst.as_ref().is_none_or(|(r, _)| ratio > *r) {
-            worst = Some((
-                ratio,
-                format!("{what} {value:.0} {unit} (limit {limit} {unit})"),
-            ));
+        let share = signal.scale.share(value, limit);
+        if worst.as_ref().is_none_or(|(r, _)| share > *r) {
+            worst = Some((share, signal.scale.text(&signal.what, value, limit)));
         }
     }
     let Some((ratio, why)) = worst else {
@@ -187,6 +268,10 @@ mod tests {
         Readings {
             replica_lag_ms: vec![("standby1".to_owned(), lag)],
             writer_p99_ms: p99,
+            writer_slowdown: Ok(Slowdown {
+                ratio: 1.0,
+                baseline_ms: 1.0,
+            }),
             wal_bytes_per_s: Ok(1_000.0),
             operator_paused: Ok(false),
         }
@@ -284,5 +369,91 @@ mod tests {
         let mut r = readings(Ok(0.0), Ok(0.0));
         r.operator_paused = Ok(true);
         assert_eq!(decide(&r, &DEFAULT_LIMITS, 4, false).0, Pace::Paused);
+    }
+
+    fn slowed(ratio: f64) -> Readings {
+        Readings {
+            writer_slowdown: Ok(Slowdown {
+                ratio,
+                baseline_ms: 1.1,
+            }),
+            ..readings(Ok(0.0), Ok(1.0))
+        }
+    }
+
+    #[test]
+    fn a_writer_slowdown_at_its_limit_pauses_and_says_over_what_baseline() {
+        // 2.4× is 70 % of the way from 1 to the default 3×: slowed, not paused.
+        let (pace, why) = decide(&slowed(2.4), &DEFAULT_LIMITS, 4, false);
+        assert!(matches!(pace, Pace::Slow { .. }), "{pace:?}: {why}");
+        let limits = ThrottleLimits {
+            max_writer_slowdown: Some(2.0),
+            ..DEFAULT_LIMITS
+        };
+        let (pace, why) = decide(&slowed(2.4), &limits, 4, false);
+        assert_eq!(pace, Pace::Paused);
+        assert_eq!(
+            why,
+            "writer slowdown 2.4× over the baseline 1.10 ms (limit 2.0×)"
+        );
+        // Paused at 1.9× (90 % of the way from 1 to 2) until under 80 % of it.
+        assert_eq!(decide(&slowed(1.9), &limits, 4, true).0, Pace::Paused);
+        assert!(matches!(
+            decide(&slowed(1.7), &limits, 4, true).0,
+            Pace::Slow { .. }
+        ));
+    }
+
+    #[test]
+    fn a_writer_slowdown_is_weighed_by_its_excess_over_one() {
+        let limits = ThrottleLimits {
+            max_writer_slowdown: Some(2.0),
+            ..DEFAULT_LIMITS
+        };
+        let at = |ratio: f64| decide(&slowed(ratio), &limits, 4, false).0;
+        // No slower than before, and faster than before: open.
+        assert_eq!(at(1.0), Pace::Open);
+        assert_eq!(at(0.5), Pace::Open);
+        assert_eq!(at(1.4), Pace::Open);
+        // Half of the way to the limit slows, growing toward it.
+        assert_eq!(
+            at(1.5),
+            Pace::Slow {
+                pause_ms: 0,
+                workers: 4
+            }
+        );
+        assert_eq!(
+            at(1.75),
+            Pace::Slow {
+                pause_ms: 500,
+                workers: 2
+            }
+        );
+        assert_eq!(at(2.0), Pace::Paused);
+        // A limit of 1.0× (no slowdown at all) is reached by any slowdown.
+        let none = ThrottleLimits {
+            max_writer_slowdown: Some(1.0),
+            ..DEFAULT_LIMITS
+        };
+        assert_eq!(decide(&slowed(1.01), &none, 4, false).0, Pace::Paused);
+        assert_eq!(decide(&slowed(1.0), &none, 4, false).0, Pace::Open);
+    }
+
+    #[test]
+    fn inv_oc_5_an_unmeasured_writer_baseline_pauses_unless_the_limit_is_off() {
+        let mut r = readings(Ok(0.0), Ok(1.0));
+        r.writer_slowdown = Err("the writers' baseline is not measured yet".to_owned());
+        let (pace, why) = decide(&r, &DEFAULT_LIMITS, 4, false);
+        assert_eq!(pace, Pace::Paused);
+        assert!(
+            why.starts_with("cannot read the writer slowdown: the writers' baseline"),
+            "{why}"
+        );
+        let off = ThrottleLimits {
+            max_writer_slowdown: None,
+            ..DEFAULT_LIMITS
+        };
+        assert_eq!(decide(&r, &off, 4, false).0, Pace::Open);
     }
 }

@@ -1,6 +1,7 @@
 //! The throttle: paces the copy, the index builds and verification from signals read
-//! while the run goes — writer commit latency (the engine's own probe), the replay lag
-//! of every standby, the WAL rate — against the user's limits, and an operator's pause.
+//! while the run goes — writer commit latency (the engine's own probe), absolute and
+//! relative to its baseline before the work, the replay lag of every standby, the WAL
+//! rate — against the user's limits, and an operator's pause.
 //! Fail closed (INV: OC-5): a signal that cannot be read, and a throttle whose last
 //! decision is too old, pause the work; nothing ever speeds it up past its settings.
 //!
@@ -23,7 +24,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 pub use controller::{application as controller_application, Controller};
-pub use decide::{Pace, ThrottleLimits, DEFAULT_LIMITS};
+pub use decide::{Pace, Slowdown, ThrottleLimits, DEFAULT_LIMITS, DEFAULT_WRITER_SLOWDOWN};
 
 /// How often a waiting worker looks at the throttle again.
 const WAIT: Duration = Duration::from_millis(100);
@@ -47,6 +48,12 @@ pub struct ThrottleEvent {
     pub replica_lag_bytes: Option<f64>,
     /// The probe's 99th-percentile commit latency (ms).
     pub writer_p99_ms: Option<f64>,
+    /// The probe's recent 90th percentile over its baseline's, when both were read.
+    #[serde(default)]
+    pub writer_slowdown: Option<f64>,
+    /// The baseline's 90th percentile (ms), once measured.
+    #[serde(default)]
+    pub writer_baseline_ms: Option<f64>,
     /// WAL bytes per second.
     pub wal_bytes_per_s: Option<f64>,
 }

@@ -3,6 +3,10 @@
 //! - writer commit latency: a probe transaction of the engine's own — one row of
 //!   `pgshift.throttle_probe` updated and committed, timed from the client — kept over
 //!   a window of recent probes, of which the 99th percentile is the signal;
+//! - writer slowdown: the 90th percentile of the same window over that of a baseline,
+//!   the first [`BASELINE_PROBES`] probes, taken before the work starts (while the
+//!   application's writers run as usual). Until the baseline is complete, and for good
+//!   if the work started without it, the slowdown cannot be read;
 //! - replay lag of each standby in `pg_stat_replication`: the largest of its
 //!   `replay_lag` and the age of the oldest WAL it has not replayed (the time at which
 //!   the primary's `pg_current_wal_lsn()` last stood at or below the standby's
@@ -17,10 +21,15 @@ use std::time::{Duration, Instant};
 
 use tokio_postgres::Client;
 
-use super::decide::Reading;
+use super::decide::{Reading, Slowdown};
 
 /// Probes kept for the percentile.
 const PROBE_WINDOW: usize = 20;
+/// Probes the writers' baseline is made of.
+pub const BASELINE_PROBES: usize = 20;
+/// The percentile the slowdown compares: robust to a probe or two that a busy machine
+/// delays, where the 99th of twenty probes is the slowest one.
+const SLOWDOWN_QUANTILE: f64 = 0.9;
 /// WAL samples kept (ten minutes at the default interval): a standby behind the oldest
 /// is at least that far behind.
 const WAL_SAMPLES: usize = 1_200;
@@ -58,6 +67,8 @@ pub struct Sample {
     pub standbys: Vec<Standby>,
     /// The probe's 99th percentile over the window (ms).
     pub writer_p99_ms: Reading,
+    /// The probe's recent latency over its baseline.
+    pub writer_slowdown: Result<Slowdown, String>,
     /// WAL bytes per second.
     pub wal_bytes_per_s: Reading,
 }
@@ -66,8 +77,45 @@ pub struct Sample {
 pub struct Signals {
     run: i64,
     probes: VecDeque<f64>,
+    baseline: Baseline,
     wal: VecDeque<(Instant, f64)>,
     probe_timeout: Duration,
+}
+
+/// The probes taken before the work started.
+#[derive(Default)]
+struct Baseline {
+    probes: Vec<f64>,
+    /// The work has started: no probe is a baseline probe any more.
+    closed: bool,
+}
+
+impl Baseline {
+    fn complete(&self) -> bool {
+        self.probes.len() >= BASELINE_PROBES
+    }
+
+    fn add(&mut self, ms: f64) {
+        if !self.closed && !self.complete() {
+            self.probes.push(ms);
+        }
+    }
+
+    /// The baseline's percentile, once complete.
+    fn ms(&self) -> Result<f64, String> {
+        if self.complete() {
+            let probes: VecDeque<f64> = self.probes.iter().copied().collect();
+            // A clock that cannot tell the probes apart from nothing is not a divisor.
+            Ok(percentile(&probes, SLOWDOWN_QUANTILE).max(0.001))
+        } else if self.closed {
+            Err("the writers' baseline was not measured before the work started".to_owned())
+        } else {
+            Err(format!(
+                "the writers' baseline is not measured yet ({} of {BASELINE_PROBES} probes before the work)",
+                self.probes.len()
+            ))
+        }
+    }
 }
 
 impl Signals {
@@ -77,14 +125,43 @@ impl Signals {
         Signals {
             run,
             probes: VecDeque::new(),
+            baseline: Baseline::default(),
             wal: VecDeque::new(),
             probe_timeout,
         }
     }
 
+    /// Probes until the baseline is complete, `spacing` apart, or until a probe fails
+    /// (the ticks then go on measuring it while the work waits).
+    pub async fn measure_baseline(&mut self, client: &Client, spacing: Duration) {
+        while !self.baseline.complete() && !self.baseline.closed {
+            if self.probe(client).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(spacing).await;
+        }
+    }
+
+    /// The work has started: later probes are not the baseline's.
+    pub fn close_baseline(&mut self) {
+        self.baseline.closed = true;
+    }
+
+    /// The baseline's 90th percentile (ms), once measured.
+    pub fn baseline_ms(&self) -> Option<f64> {
+        self.baseline.ms().ok()
+    }
+
     /// Reads every signal once.
     pub async fn read(&mut self, client: &Client) -> Sample {
         let writer_p99_ms = self.probe(client).await;
+        let writer_slowdown = match &writer_p99_ms {
+            Err(e) => Err(e.clone()),
+            Ok(_) => self.baseline.ms().map(|baseline_ms| Slowdown {
+                ratio: percentile(&self.probes, SLOWDOWN_QUANTILE) / baseline_ms,
+                baseline_ms,
+            }),
+        };
         let (standbys, wal_bytes_per_s) = match self.replicas(client).await {
             Ok(read) => read,
             Err(e) => (
@@ -99,6 +176,7 @@ impl Signals {
         Sample {
             standbys,
             writer_p99_ms,
+            writer_slowdown,
             wal_bytes_per_s,
         }
     }
@@ -125,6 +203,7 @@ impl Signals {
             self.probes.pop_front();
         }
         self.probes.push_back(ms);
+        self.baseline.add(ms);
         Ok(percentile(&self.probes, 0.99))
     }
 
@@ -258,5 +337,33 @@ mod tests {
         // Older than every sample of a young history: not known.
         assert_eq!(signals.unreplayed_age_ms(50.0, 300.0, now), None);
         assert_eq!(signals.wal_rate(now), 200.0 / 3.0);
+    }
+
+    #[test]
+    fn the_baseline_is_the_probes_before_the_work_and_only_those() {
+        let mut baseline = Baseline::default();
+        for i in 0..BASELINE_PROBES - 1 {
+            baseline.add((i + 1) as f64);
+        }
+        let err = baseline.ms().expect_err("one probe short");
+        assert!(err.contains("19 of 20"), "{err}");
+        baseline.add(20.0);
+        // The 90th percentile of twenty: the third slowest.
+        assert_eq!(baseline.ms(), Ok(18.0));
+        baseline.add(500.0);
+        assert_eq!(
+            baseline.ms(),
+            Ok(18.0),
+            "a probe past the twentieth is not kept"
+        );
+        let mut late = Baseline::default();
+        late.add(1.0);
+        late.closed = true;
+        late.add(1.0);
+        assert_eq!(late.probes.len(), 1, "no probe after the work started");
+        assert!(late
+            .ms()
+            .expect_err("closed")
+            .contains("not measured before"));
     }
 }
