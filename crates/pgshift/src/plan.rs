@@ -128,30 +128,25 @@ pub async fn plan_with(
         }
     };
     let (mut names, objects) = relation_names(&inputs, default_mode);
-    let mut snapshot = read_snapshot_with(
-        session.client(),
-        &names,
-        &objects,
-        session.user_search_path(),
-    )
-    .await?;
-    // INV: TX-1 — the relations the statements lock that only the live facts name
-    // (foreign-key partners, their partitions) are read too, so a block is judged by
-    // the live size of everything it locks, not by "size not known".
-    for _ in 0..LOCK_AWARE_READS {
-        let unread = locked_unread(&inputs, default_mode, &snapshot);
-        if unread.is_empty() {
-            break;
-        }
-        names.extend(unread);
-        snapshot = read_snapshot_with(
+    let mut rereads = 0;
+    let snapshot = loop {
+        let snapshot = read_snapshot_with(
             session.client(),
             &names,
             &objects,
             session.user_search_path(),
         )
         .await?;
-    }
+        // INV: TX-1 — the relations the statements lock that only the live facts name
+        // (foreign-key partners, their partitions) are read too, so a block is judged
+        // by the live size of everything it locks, not by "size not known".
+        let unread = locked_unread(&inputs, default_mode, &snapshot);
+        if unread.is_empty() || rereads == LOCK_AWARE_READS {
+            break snapshot;
+        }
+        rereads += 1;
+        names.extend(unread);
+    };
     let server_version_num = Some(snapshot.server.version_num);
     let schedule_options = ScheduleOptions {
         allow_blocking: options.allow_blocking.clone(),

@@ -235,13 +235,7 @@ pub fn analyze(
             }
             live.extend(live_volume(knowledge.facts, &lock.relation));
         }
-        walk.added_columns.extend(
-            classification
-                .operations
-                .iter()
-                .filter(|op| op.kind == OperationKind::AddColumn)
-                .filter_map(|op| Some((op.table.clone()?, op.object.clone()?))),
-        );
+        walk.added_columns.extend(classification.added_columns());
         let mut item = AnalyzedStatement {
             statement,
             classification,

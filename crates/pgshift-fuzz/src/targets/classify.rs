@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 
-use pgshift::classify::{classify, Classification, Context, OperationKind};
+use pgshift::classify::{classify, Classification, Context};
 use pgshift_sql::QualifiedName;
 
 use super::{check_written_sql, parsed};
@@ -59,13 +59,7 @@ pub fn classify_facts(data: &[u8]) {
         let classification = classify(statement, &context);
         check(&classification);
         created.extend(classification.created_relations().cloned());
-        added.extend(
-            classification
-                .operations
-                .iter()
-                .filter(|op| op.kind == OperationKind::AddColumn)
-                .filter_map(|op| Some((op.table.clone()?, op.object.clone()?))),
-        );
+        added.extend(classification.added_columns());
     }
 }
 

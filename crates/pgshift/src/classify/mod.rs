@@ -458,6 +458,15 @@ impl Classification {
             .max()
     }
 
+    /// The columns this statement adds, as (table, column): what later statements of
+    /// the same input may use although the live catalog has no such column yet.
+    pub fn added_columns(&self) -> impl Iterator<Item = (QualifiedName, String)> + '_ {
+        self.operations
+            .iter()
+            .filter(|op| op.kind == OperationKind::AddColumn)
+            .filter_map(|op| Some((op.table.clone()?, op.object.clone()?)))
+    }
+
     /// The relations this statement creates.
     pub fn created_relations(&self) -> impl Iterator<Item = &QualifiedName> {
         self.effects.iter().filter_map(|effect| match effect {
