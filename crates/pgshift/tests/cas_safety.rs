@@ -342,8 +342,17 @@ async fn inv_oc_2_a_second_run_on_the_same_table_is_refused_at_once() {
         started.elapsed() < Duration::from_secs(5),
         "refused without waiting for the first run"
     );
+    // `abort` waits for the backend of a process killed a moment ago to let the table
+    // go (15 s at most); a holder that goes on sending statements is alive, and is
+    // refused without that wait.
+    let started = std::time::Instant::now();
     let busy_abort = abort(&db, "items").await.expect_err("busy");
     assert!(matches!(busy_abort, CasError::Busy { .. }), "{busy_abort}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "a live holder is refused without waiting out a killed process's backend ({:?})",
+        started.elapsed()
+    );
 
     // The deferred run waits in `ready`, kept in step, until asked to swap.
     cluster()
