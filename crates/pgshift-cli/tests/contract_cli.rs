@@ -68,8 +68,8 @@ fn every_command_prints_one_error_document_under_json() {
     // Nothing listens on port 1: the connection is refused at once.
     let refused = "postgresql://nobody@127.0.0.1:1/none?connect_timeout=2";
     let bad_url = "postgresql://host:notaport/db";
-    let dir = migrations("json-errors", &[("0001_a.sql", "SELECT 1;")]);
-    let dir = dir.to_str().expect("utf-8");
+    let path = migrations("json-errors", &[("0001_a.sql", "SELECT 1;")]);
+    let dir = path.to_str().expect("utf-8");
     let cases: Vec<(&str, Vec<&str>, &str, i32)> = vec![
         (
             "lint",
@@ -225,6 +225,7 @@ fn every_command_prints_one_error_document_under_json() {
         assert_eq!(run.code, exit, "{args:?}:\n{}\n{}", run.stdout, run.stderr);
         assert_error_document(&run, command, code);
     }
+    std::fs::remove_dir_all(&path).expect("cleanup");
 }
 
 #[test]

@@ -348,11 +348,33 @@ pub fn history(db: &str) -> String {
         .expect("history readable")
 }
 
-pub fn temp_dir(label: &str) -> PathBuf {
+/// A directory of migration files for one test, removed when dropped.
+pub struct TempDir(PathBuf);
+
+impl std::ops::Deref for TempDir {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::path::Path> for TempDir {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub fn temp_dir(label: &str) -> TempDir {
     let dir = std::env::temp_dir().join(format!("pgshift-migrate-{label}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
+    TempDir(dir)
 }
 
 /// Events a relay writer inserts: valid for every trigger, in a live partition.

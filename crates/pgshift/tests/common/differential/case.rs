@@ -132,13 +132,21 @@ pub async fn drop_database(name: &str) {
 }
 
 /// The snapshot of `db`.
-pub async fn snapshot_of(
+pub async fn snapshot_of(db: &str, version: i32) -> Result<Snapshot, String> {
+    let client = client_as(db, None).await?;
+    snapshot::read(&client, version)
+        .await
+        .map_err(|e| format!("snapshot of {db}: {}", db_error(&e)))
+}
+
+/// The snapshot of `db` with `mask`, its catalog that of `unmasked` (read from `db`).
+async fn masked_snapshot_of(
     db: &str,
-    version: i32,
-    masked: Option<(&str, &str, snapshot::Mask)>,
+    unmasked: &Snapshot,
+    mask: (&str, &str, snapshot::Mask),
 ) -> Result<Snapshot, String> {
     let client = client_as(db, None).await?;
-    snapshot::read(&client, version, masked)
+    snapshot::read_masked(&client, unmasked, mask)
         .await
         .map_err(|e| format!("snapshot of {db}: {}", db_error(&e)))
 }
@@ -321,13 +329,14 @@ impl Case<'_> {
             let result = client.batch_execute(sql).await.map_err(|e| db_error(&e));
             drop(client);
             let snapshot = match result {
-                Ok(()) => Some((
-                    snapshot_of(own_clone, self.version, None).await?,
-                    match mask {
-                        Some(m) => Some(snapshot_of(own_clone, self.version, Some(m)).await?),
+                Ok(()) => {
+                    let raw = snapshot_of(own_clone, self.version).await?;
+                    let masked = match mask {
+                        Some(m) => Some(masked_snapshot_of(own_clone, &raw, m).await?),
                         None => None,
-                    },
-                )),
+                    };
+                    Some((raw, masked))
+                }
                 Err(_) => None,
             };
             return Ok(Native { result, snapshot });
@@ -362,10 +371,15 @@ impl Case<'_> {
                     .batch_execute("RESET ROLE")
                     .await
                     .map_err(|e| db_error(&e))?;
-                let read = |m| snapshot::read(&client, self.version, m);
-                let raw = read(None).await.map_err(|e| db_error(&e))?;
+                let raw = snapshot::read(&client, self.version)
+                    .await
+                    .map_err(|e| db_error(&e))?;
                 let masked = match mask {
-                    Some(m) => Some(read(Some(m)).await.map_err(|e| db_error(&e))?),
+                    Some(m) => Some(
+                        snapshot::read_masked(&client, &raw, m)
+                            .await
+                            .map_err(|e| db_error(&e))?,
+                    ),
                     None => None,
                 };
                 Some((raw, masked))
@@ -407,10 +421,10 @@ impl Case<'_> {
         match (&native.result, pgshift) {
             (Ok(()), Pgshift::Done { cas }) => {
                 let (raw, masked) = native.snapshot.ok_or("no native snapshot")?;
-                let actual = snapshot_of(shifted, self.version, None).await?;
+                let actual = snapshot_of(shifted, self.version).await?;
                 let (expected, actual) = match (masked, allowance::mask(self.form)) {
                     (Some(masked), Some(mask)) if raw.data != actual.data => {
-                        let actual_masked = snapshot_of(shifted, self.version, Some(mask)).await?;
+                        let actual_masked = masked_snapshot_of(shifted, &actual, mask).await?;
                         if masked.data == actual_masked.data {
                             allowed.push(allowance::VOLATILE_VALUES);
                         }
@@ -445,7 +459,7 @@ impl Case<'_> {
             (Err(rejected), Pgshift::Done { cas })
                 if allowance::cluster_before_15(self.shape, self.form, self.version, rejected) =>
             {
-                let now = snapshot_of(shifted, self.version, None).await?;
+                let now = snapshot_of(shifted, self.version).await?;
                 // The rebuild's own allowances (a re-pointed key's clones) apply too.
                 let mut allowances = allowance::applicable(self.shape, self.form, self.version);
                 allowances.push(&allowance::CLUSTER_MARKS);
@@ -474,7 +488,7 @@ impl Case<'_> {
 
     /// Fails unless `db` is as the template was.
     async fn unchanged(&self, db: &str) -> Result<(), String> {
-        let now = snapshot_of(db, self.version, None).await?;
+        let now = snapshot_of(db, self.version).await?;
         match explain(self.before, &now, &[], &mut Vec::new()) {
             None => Ok(()),
             Some(difference) => Err(format!(

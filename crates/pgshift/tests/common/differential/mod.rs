@@ -162,7 +162,7 @@ async fn run_shape(
     version: i32,
 ) -> Result<Vec<CaseResult>, (usize, String)> {
     let template = seed(index, shape, version).await.map_err(|e| (index, e))?;
-    let before = snapshot_of(&template, version, None)
+    let before = snapshot_of(&template, version)
         .await
         .map_err(|e| (index, e))?;
     let native_name = format!("{template}_native");
