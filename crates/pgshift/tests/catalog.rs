@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use pgshift::catalog::{
-    read_snapshot, CatalogError, CatalogSnapshot, Lookup, Persistence, RelationFacts, RelationKind,
-    TriggerEnabled,
+    read_snapshot, resolve_relation, CatalogError, CatalogSnapshot, Lookup, Persistence,
+    RelationFacts, RelationKind, TriggerEnabled,
 };
 use pgshift::classify::is_binary_coercible;
 use pgshift_embedded::shared_cluster;
@@ -849,6 +849,41 @@ async fn unqualified_names_follow_the_users_search_path() {
     assert_eq!(found(&user, &bare("mine")).name, q("postgres", "mine"));
     assert_eq!(user.relations.len(), 2);
     assert_eq!(user.resolutions[1].1, user.resolutions[2].1);
+}
+
+#[tokio::test]
+async fn resolving_one_name_agrees_with_the_snapshot() {
+    let db = relay_db();
+    let client = session(db).await;
+    let names = [
+        bare("events"),
+        bare("communities"),
+        bare("secrets"),
+        q("hidden", "secrets"),
+        q("nowhere", "thing"),
+        bare("pg_type"),
+        q("pg_temp", "communities"),
+    ];
+    let path = ["app".to_owned(), "public".to_owned()];
+    let snapshot = read(&client, &names, &["app", "public"]).await;
+    for name in &names {
+        let alone = resolve_relation(&client, name, &path)
+            .await
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        match snapshot.lookup(name) {
+            Lookup::Found(facts) => {
+                let alone = alone.unwrap_or_else(|| panic!("{name} resolves alone too"));
+                assert_eq!(
+                    (alone.oid, &alone.name, alone.kind),
+                    (facts.oid, &facts.name, facts.kind),
+                    "{name}"
+                );
+            }
+            _ => assert!(alone.is_none(), "{name} is missing alone too: {alone:?}"),
+        }
+    }
+    // The session is left outside a transaction: a snapshot can be read next.
+    read(&client, &[bare("events")], &["app"]).await;
 }
 
 #[tokio::test]

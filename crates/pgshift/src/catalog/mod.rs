@@ -7,4 +7,4 @@ pub mod volume;
 
 pub use declared::DeclaredSchema;
 pub use facts::*;
-pub use read::{read_snapshot, read_snapshot_with, CatalogError};
+pub use read::{read_snapshot, read_snapshot_with, resolve_relation, CatalogError};

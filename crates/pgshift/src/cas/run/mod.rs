@@ -432,13 +432,12 @@ async fn resolve(
     table: &QualifiedName,
     search_path: &[String],
 ) -> Result<u32, CasError> {
-    let snapshot =
-        crate::catalog::read_snapshot(session.client(), std::slice::from_ref(table), search_path)
-            .await
-            .map_err(|e| CasError::Record(e.to_string()))?;
-    match snapshot.lookup(table) {
-        crate::catalog::Lookup::Found(facts) if facts.kind.is_table() => Ok(facts.oid),
-        crate::catalog::Lookup::Found(facts) => Err(CasError::Refused(Refusal::new(
+    let found = crate::catalog::resolve_relation(session.client(), table, search_path)
+        .await
+        .map_err(|e| CasError::Record(e.to_string()))?;
+    match found {
+        Some(facts) if facts.kind.is_table() => Ok(facts.oid),
+        Some(facts) => Err(CasError::Refused(Refusal::new(
             RefusalCause::WrongRelationKind,
             format!("{} is not a table", facts.name),
         ))),
