@@ -148,7 +148,7 @@ pub async fn read_snapshot_with(
 /// The relation `name` denotes for a user whose `search_path` is `user_search_path`
 /// (resolved as [`read_snapshot`] resolves it), with its `pg_class` basics (name,
 /// kind) and none of the other facts: `Ok(None)` when no relation has that name. One
-/// `REPEATABLE READ READ ONLY` transaction of three catalog queries, where a snapshot
+/// `REPEATABLE READ READ ONLY` transaction of four catalog queries, where a snapshot
 /// takes fifteen; for a command that needs only the OID.
 pub async fn resolve_relation(
     client: &Client,
