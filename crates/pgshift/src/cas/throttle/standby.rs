@@ -49,6 +49,10 @@ pub struct StandbyReport {
     pub standbys: Vec<StandbyAtSwap>,
     /// What the primary can and cannot tell about standby queries.
     pub notes: Vec<String>,
+    /// The standbys named with `--standby-url`, read on their own connections: their
+    /// settings, the queries that held the swap back, and what its replay cancelled.
+    #[serde(default)]
+    pub queried: Vec<crate::cas::standby::QueriedStandby>,
 }
 
 struct Row {
@@ -172,7 +176,7 @@ pub async fn before_swap(
     }
     if !report.standbys.is_empty() {
         report.notes.push(
-            "not visible from the primary: the standbys' own queries and their max_standby_streaming_delay (a standby without hot_standby_feedback shows no snapshot)".to_owned(),
+            "not visible from the primary: the standbys' own queries and their max_standby_streaming_delay (a standby without hot_standby_feedback shows no snapshot); --standby-url reads them on the standby".to_owned(),
         );
     }
     Ok(report)
