@@ -249,3 +249,26 @@ impl RunPlan {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::CutoverBudgets;
+
+    #[test]
+    fn the_cutover_budget_is_every_attempt_and_the_longest_backoffs_between_them() {
+        let budgets = CutoverBudgets {
+            lock_timeout_ms: 1_000,
+            attempts: 10,
+            backoff_initial_ms: 100,
+            backoff_max_ms: 5_000,
+            max_drain: 50_000,
+        };
+        // 10 × 1 s, and 100 + 200 + 400 + 800 + 1600 + 3200 + 3 × 5000 ms between them.
+        assert_eq!(budgets.total().as_millis(), 31_300);
+        let one = CutoverBudgets {
+            attempts: 1,
+            ..budgets
+        };
+        assert_eq!(one.total().as_millis(), 1_000);
+    }
+}

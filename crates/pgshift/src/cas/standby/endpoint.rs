@@ -110,7 +110,8 @@ mod tests {
         // Another role or password to the same standby is the same standby.
         let a_again = spec("postgres://other:secret2@a.example:5432/app");
         assert!(require_recorded(&recorded, &[b.clone(), a_again]).is_ok());
-        let Err(CasError::Refused(refusal)) = require_recorded(&recorded, &[a.clone()]) else {
+        let Err(CasError::Refused(refusal)) = require_recorded(&recorded, std::slice::from_ref(&a))
+        else {
             panic!("not refused");
         };
         assert_eq!(refusal.cause, RefusalCause::StandbyUrlMissing);
