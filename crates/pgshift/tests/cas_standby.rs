@@ -101,17 +101,6 @@ fn assert_source_intact(db: &str, oid: &str) {
     assert_eq!(value(db, "SELECT count(*) FROM t"), ROWS.to_string());
 }
 
-fn assert_rewritten(db: &str) {
-    assert_eq!(
-        value(db, "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 't'::regclass AND attname = 'v'"),
-        "character varying(100)"
-    );
-    assert_eq!(
-        value(db, "SELECT count(*) FROM t WHERE v = 'row ' || id"),
-        ROWS.to_string()
-    );
-}
-
 /// Nothing recorded and nothing made: no run, no shadow, no trigger on the table.
 fn assert_nothing_done(db: &str, oid: &str) {
     if value(db, "SELECT to_regclass('pgshift.runs') IS NOT NULL") == "t" {
@@ -228,7 +217,7 @@ async fn inv_lk_9_a_standby_reader_holds_the_cutover_back_and_it_refuses_with_th
     .await
     .expect("resumes and swaps");
     assert_eq!(report.phase, "done");
-    assert_rewritten(&db);
+    common::cas::assert_varchar_rewrite(&db, ROWS);
     let standbys = report.standbys.expect("standbys reported");
     let [queried] = standbys.queried.as_slice() else {
         panic!("one standby read: {standbys:?}");
@@ -241,48 +230,38 @@ async fn inv_lk_9_a_standby_reader_holds_the_cutover_back_and_it_refuses_with_th
     assert_eq!(standby_confl_lock(&db), conflicts_before);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_standby_url_to_the_primary_itself_is_refused_before_any_work() {
-    let db = table_db("standby_primary");
-    let before = value(&db, "SELECT 't'::regclass::oid");
-    let refused = start(&db, &[spec(&db)], options(Mode::Live), &mut cas::Silent).await;
+/// Starts a run on `db` naming `standby`, which must be refused before any work as
+/// not a standby of this primary, with a message saying `why`.
+async fn assert_refused_as_not_a_standby(db: &str, standby: ConnectionSpec, why: &str) {
+    let before = value(db, "SELECT 't'::regclass::oid");
+    let refused = start(db, &[standby], options(Mode::Live), &mut cas::Silent).await;
     let Err(CasError::Refused(refusal)) = &refused else {
         panic!("not refused: {refused:?}");
     };
     assert_eq!(refusal.cause, RefusalCause::NotAStandby, "{refusal:?}");
     assert!(
-        refusal.message.contains("not in recovery"),
-        "{}",
+        refusal.message.contains(why),
+        "{why:?} in {}",
         refusal.message
     );
-    assert_nothing_done(&db, &before);
+    assert_nothing_done(db, &before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_standby_url_to_the_primary_itself_is_refused_before_any_work() {
+    let db = table_db("standby_primary");
+    assert_refused_as_not_a_standby(&db, spec(&db), "not in recovery").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_standby_of_another_cluster_is_refused_before_any_work() {
     let db = table_db("standby_other");
-    let before = value(&db, "SELECT 't'::regclass::oid");
     // A cluster of its own (its own initdb, so its own system identifier) and its
     // standby: in recovery, but not of this primary.
     let other = Cluster::start(&ClusterOptions::new().own_system(true)).expect("another cluster");
     let other_standby = other.add_replica().expect("its standby");
-    let refused = start(
-        &db,
-        &[standby_spec(&other_standby, "postgres")],
-        options(Mode::Live),
-        &mut cas::Silent,
-    )
-    .await;
-    let Err(CasError::Refused(refusal)) = &refused else {
-        panic!("not refused: {refused:?}");
-    };
-    assert_eq!(refusal.cause, RefusalCause::NotAStandby, "{refusal:?}");
-    assert!(
-        refusal.message.contains("system identifier is"),
-        "{}",
-        refusal.message
-    );
-    assert_nothing_done(&db, &before);
+    let standby = standby_spec(&other_standby, "postgres");
+    assert_refused_as_not_a_standby(&db, standby, "system identifier is").await;
     // The standby of this primary is accepted (the same check, passing).
     cas::standby::prove_all(&common::client(&db).await, &[standby_spec(replica(), &db)])
         .await
@@ -358,7 +337,7 @@ async fn a_standby_query_started_after_the_check_is_reported_cancelled_by_the_sw
         progress.started.load(Ordering::SeqCst),
         "the late reader held its lock"
     );
-    assert_rewritten(&db);
+    common::cas::assert_varchar_rewrite(&db, ROWS);
     let reader = progress
         .reader
         .take()
