@@ -13,7 +13,9 @@
 //! `max_standby_streaming_delay` and is cancelled after it (`hot_standby_feedback` does
 //! not prevent lock conflicts, only snapshot ones). What the primary does see is
 //! `backend_xmin` of a standby sending feedback: a snapshot open there, which the report
-//! names as a query that may be cancelled or hold up the swap's replay.
+//! names as a query that may be cancelled or hold up the swap's replay. The standbys
+//! named with `--standby-url` are read directly on their own connections
+//! (`cas::standby`, INV: LK-9), after this check.
 
 use std::time::{Duration, Instant};
 
