@@ -355,3 +355,56 @@ async fn a_standby_query_started_after_the_check_is_reported_cancelled_by_the_sw
     assert_eq!(queried.cancelled_by_swap, Some(1), "{queried:?}");
     assert_eq!(queried.confl_lock_after, Some(standby_confl_lock(&db)));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn inv_lk_9_a_standby_that_cannot_be_read_at_the_cutover_refuses_the_swap() {
+    let db = table_db("standby_gone");
+    // A standby of its own, stopped while the run waits for its cutover.
+    let gone = cluster().add_replica().expect("a second standby");
+    cluster()
+        .wait_for_replay(&gone, Duration::from_secs(60))
+        .expect("it replays the database");
+    let standby = standby_spec(&gone, &db);
+    let before = value(&db, "SELECT 't'::regclass::oid");
+    let options = RunOptions {
+        defer_cutover: true,
+        ..options(Mode::Live)
+    };
+    let run = {
+        let db = db.clone();
+        let standby = standby.clone();
+        tokio::spawn(async move {
+            start(
+                &db,
+                std::slice::from_ref(&standby),
+                options,
+                &mut cas::Silent,
+            )
+            .await
+        })
+    };
+    common::cas::wait_for_phase(&db, "ready").await;
+    gone.stop().expect("the standby stops");
+    cas::request_cutover(&spec(&db), &QualifiedName::bare("t"))
+        .await
+        .expect("cutover requested");
+    let refused = run.await.expect("task");
+    let Err(CasError::CutoverRefused(refusal)) = &refused else {
+        panic!("not refused: {refused:?}");
+    };
+    assert_eq!(refusal.cause, RefusalCause::StandbyQueries, "{refusal:?}");
+    assert!(
+        refusal.message.contains("cannot be read"),
+        "{}",
+        refusal.message
+    );
+    assert!(
+        refusal
+            .message
+            .contains(&cas::standby::StandbyEndpoint::of(&standby).to_string()),
+        "{}",
+        refusal.message
+    );
+    assert_source_intact(&db, &before);
+    assert_eq!(run_phase(&db), "failed/verifying");
+}
