@@ -408,3 +408,37 @@ async fn inv_lk_9_a_standby_that_cannot_be_read_at_the_cutover_refuses_the_swap(
     assert_source_intact(&db, &before);
     assert_eq!(run_phase(&db), "failed/verifying");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_run_whose_swap_committed_finishes_without_its_standby_urls() {
+    // The run stops after its swap committed (its clean-up cannot take a lock held
+    // here): no swap lies ahead, so its finish does not need the standbys again.
+    let db = table_db("standby_settled");
+    let standby = standby_spec(replica(), &db);
+    let holder = Arc::new(std::sync::Mutex::new(None));
+    let (hook_db, slot) = (db.clone(), holder.clone());
+    let mut hook = common::cas::Hook::new(Phase::Cutover, move || {
+        let id = common::cas::run_id(&hook_db);
+        let held = common::cas::LockHolder::hold(
+            &hook_db,
+            &format!("BEGIN; LOCK TABLE pgshift.log_{id} IN ACCESS SHARE MODE"),
+        );
+        *slot.lock().expect("slot") = Some(held);
+    });
+    let stopped = start(
+        &db,
+        std::slice::from_ref(&standby),
+        options(Mode::Live),
+        &mut hook,
+    )
+    .await;
+    assert!(stopped.is_err(), "the clean-up cannot finish: {stopped:?}");
+    assert_eq!(run_phase(&db), "failed/cutover");
+    holder.lock().expect("slot").take().expect("held").release();
+    let report = cas::resume(&spec(&db), &QualifiedName::bare("t"), &mut cas::Silent)
+        .await
+        .expect("finishes without the standby");
+    assert!(report.settled_from_catalog, "{report:?}");
+    assert_eq!(report.phase, "done");
+    common::cas::assert_varchar_rewrite(&db, ROWS);
+}

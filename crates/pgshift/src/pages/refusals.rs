@@ -198,7 +198,7 @@ DROP INDEX CONCURRENTLY t_c_idx;",
             "Swapping without looking would cancel the standby's readers without warning, which is what the run was asked to avoid.",
             "Resume with the same `--standby-url` values (each standby's connection, with its credentials); `pgshift status` shows the run, and `pgshift abort TABLE` removes it if a standby is gone for good.",
             "",
-            "pgshift refuses the resume before any work; nothing is copied, verified or swapped.",
+            "pgshift refuses the resume before any work; nothing is copied, verified or swapped. A run whose swap has already committed is finished without them.",
         ),
         RefusalCause::StandbyQueries => page(
             "At the cutover, a query on a standby named with `--standby-url` held or waited for a lock on the table past the cutover's budget (the swap's replayed lock would hold up replay behind it, then cancel it), or the standby could not be read.",

@@ -327,8 +327,16 @@ async fn resume_locked(
     let mut record = store::active_for(client, oid)
         .await?
         .ok_or_else(|| CasError::NoSuchRun(format!("active run for {table}")))?;
-    // Fail closed: a run started with standby URLs is continued only with them.
-    standby_urls::require_recorded(&record.plan.standbys, standbys)?;
+    // Fail closed: a run started with standby URLs is continued only with them, unless
+    // its swap has committed (no swap lies ahead, and only its finish is left).
+    let phase = match record.phase {
+        Phase::Failed => record.resume_phase.unwrap_or(Phase::Copying),
+        phase => phase,
+    };
+    let swapped = phase == Phase::Cutover && cutover::settled(client, &record.plan).await?;
+    if !swapped {
+        standby_urls::require_recorded(&record.plan.standbys, standbys)?;
+    }
     let endpoints = standby_urls::union(&record.plan.standbys, standbys);
     if endpoints != record.plan.standbys {
         record.plan.standbys = endpoints;
