@@ -254,7 +254,10 @@ fn apply_refuses_a_standby_url_that_is_not_a_standby_before_any_unit() {
     assert!(message.contains("not in recovery"), "{message}");
     assert_eq!(
         cluster
-            .psql(&db, "SELECT count(*) FROM pg_indexes WHERE indexname = 'items_qty_idx'")
+            .psql(
+                &db,
+                "SELECT count(*) FROM pg_indexes WHERE indexname = 'items_qty_idx'"
+            )
             .expect("query")
             .trim(),
         "0"
