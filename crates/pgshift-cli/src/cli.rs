@@ -132,7 +132,7 @@ pub enum Command {
     Status(StatusArgs),
     /// Continue the stopped copy-and-swap run of a table from its checkpoint.
     #[command(after_help = EXIT_CODES)]
-    Resume(RunTableArgs),
+    Resume(ResumeArgs),
     /// Remove every artifact of a table's copy-and-swap run (shadow, triggers, change
     /// log, functions) and mark it aborted; refused once the swap has committed.
     #[command(after_help = EXIT_CODES)]
@@ -230,6 +230,45 @@ pub struct RunTableArgs {
     /// Output format (progress goes to stderr either way).
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+}
+
+/// `pgshift resume TABLE`.
+#[derive(Debug, clap::Args)]
+pub struct ResumeArgs {
+    /// The run.
+    #[command(flatten)]
+    pub run: RunTableArgs,
+    /// The standbys read at the cutover.
+    #[command(flatten)]
+    pub standby: StandbyArgs,
+}
+
+/// Standbys read on their own connections at the cutover.
+#[derive(Debug, clap::Args)]
+pub struct StandbyArgs {
+    /// A standby of this primary (libpq URL or key=value string; repeatable). Before
+    /// the swap takes its lock, pgshift reads there the queries holding or waiting for
+    /// a lock on the table, waits for them within the cutover's budget, and refuses the
+    /// swap while any is left or the standby cannot be read; it reports how many
+    /// queries the swap's replay cancelled there. Each must be a standby of this
+    /// primary (in recovery, the same system identifier), checked before any work. A
+    /// run started with it is resumed only with it (the record keeps host, port and
+    /// database, never a password).
+    #[arg(long = "standby-url", value_name = "URL")]
+    pub standby_url: Vec<String>,
+}
+
+impl StandbyArgs {
+    /// The connection specs of the standbys.
+    pub fn specs(&self) -> Result<Vec<pgshift::connect::ConnectionSpec>, crate::errors::CliError> {
+        self.standby_url
+            .iter()
+            .map(|text| {
+                pgshift::connect::ConnectionSpec::parse(text)
+                    .map_err(|err| crate::errors::invalid_url(&err))
+            })
+            .collect()
+    }
 }
 
 /// `pgshift throttle TABLE --pause|--resume`.
@@ -548,6 +587,9 @@ pub struct ApplyArgs {
     /// Copy-and-swap.
     #[command(flatten, next_help_heading = "Copy-and-swap")]
     pub cas: CasArgs,
+    /// Standbys read at the cutover of copy-and-swap runs.
+    #[command(flatten, next_help_heading = "Copy-and-swap")]
+    pub standby: StandbyArgs,
     /// The largest file read, in bytes.
     #[arg(long, default_value_t = pgshift::source::DEFAULT_MAX_FILE_BYTES, value_name = "BYTES")]
     pub max_file_bytes: u64,
@@ -600,6 +642,9 @@ pub struct MigrateArgs {
     /// Copy-and-swap.
     #[command(flatten, next_help_heading = "Copy-and-swap")]
     pub cas: CasArgs,
+    /// Standbys read at the cutover of copy-and-swap runs.
+    #[command(flatten, next_help_heading = "Copy-and-swap")]
+    pub standby: StandbyArgs,
     /// The largest file read, in bytes.
     #[arg(long, default_value_t = pgshift::source::DEFAULT_MAX_FILE_BYTES, value_name = "BYTES")]
     pub max_file_bytes: u64,

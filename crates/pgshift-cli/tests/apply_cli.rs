@@ -228,3 +228,38 @@ fn migrate_applies_then_skips_and_refuses_a_changed_file() {
     );
     std::fs::remove_dir_all(&dir).expect("cleanup");
 }
+
+#[test]
+fn apply_refuses_a_standby_url_that_is_not_a_standby_before_any_unit() {
+    let (cluster, db) = database(SCHEMA);
+    let url = cluster.connection_string(&db);
+    // The primary itself, given as a standby: nothing runs, not even the native unit
+    // before the rewrite.
+    let run = pgshift(&[
+        "apply",
+        "--url",
+        &url,
+        "--standby-url",
+        &url,
+        "--format",
+        "json",
+        "--sql",
+        "CREATE INDEX items_qty_idx ON items (qty); ALTER TABLE items ALTER COLUMN note TYPE varchar(10)",
+    ]);
+    assert_eq!(run.code, 2, "{}\n{}", run.stdout, run.stderr);
+    let json: serde_json::Value = serde_json::from_str(&run.stdout).expect("only JSON on stdout");
+    assert_eq!(json["code"], "refused", "{json}");
+    let message = json["message"].as_str().unwrap_or_default();
+    assert!(message.contains("not-a-standby"), "{message}");
+    assert!(message.contains("not in recovery"), "{message}");
+    assert_eq!(
+        cluster
+            .psql(
+                &db,
+                "SELECT count(*) FROM pg_indexes WHERE indexname = 'items_qty_idx'"
+            )
+            .expect("query")
+            .trim(),
+        "0"
+    );
+}

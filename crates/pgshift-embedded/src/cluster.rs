@@ -22,7 +22,7 @@ use crate::psql::{self, Input};
 use crate::root::{ensure_cache_root, set_mode};
 use crate::server::{Launch, Server, LOG_TAIL_LINES};
 use crate::sweep::{sweep, CLUSTER_PREFIX};
-use crate::template::ensure_template;
+use crate::template::{ensure_template, initdb};
 use crate::user::RunAs;
 
 /// Unix socket paths must stay shorter than this (the kernel allows 107 bytes;
@@ -55,6 +55,10 @@ pub struct ClusterOptions {
     /// The whole `pg_hba.conf` to use instead of initdb's (which trusts every
     /// local connection), e.g. to make roles log in with a password.
     pub hba: Option<String>,
+    /// Run `initdb` for this cluster instead of copying the version's template, so
+    /// that it has a system identifier of its own (every copy of a template shares
+    /// the template's, as clones of one server do).
+    pub own_system: bool,
 }
 
 impl ClusterOptions {
@@ -87,6 +91,13 @@ impl ClusterOptions {
     /// `psql` calls connect that way).
     pub fn hba(mut self, lines: impl Into<String>) -> Self {
         self.hba = Some(lines.into());
+        self
+    }
+
+    /// Gives the cluster a system identifier of its own when `own` is true (a
+    /// fresh `initdb`, slower than a copy of the template).
+    pub fn own_system(mut self, own: bool) -> Self {
+        self.own_system = own;
         self
     }
 
@@ -130,7 +141,11 @@ impl Cluster {
         let _ = sweep(&root);
         let template = ensure_template(&install, &root, &run_as)?;
         let dir = ClusterDir::allocate(&root, &run_as)?;
-        copy_tree(&template, &dir.path.join("data"), &run_as)?;
+        if options.own_system {
+            initdb(&install, &dir.path.join("data"), &run_as)?;
+        } else {
+            copy_tree(&template, &dir.path.join("data"), &run_as)?;
+        }
         if let Some(hba) = &options.hba {
             let path = dir.path.join("data").join("pg_hba.conf");
             std::fs::write(&path, hba)

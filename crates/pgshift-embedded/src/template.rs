@@ -42,7 +42,7 @@ pub(crate) fn ensure_template(install: &PgInstall, root: &Path, run_as: &RunAs) 
     run_as.check_reachable(install.bindir())?;
     let tmp = root.join(format!("{name}{TMP_MARK}{}", std::process::id()));
     remove_tree(&tmp)?;
-    let built = build(install, &tmp, run_as);
+    let built = initdb(install, &tmp, run_as);
     if let Err(e) = built {
         let _ = remove_tree(&tmp);
         return Err(e);
@@ -59,7 +59,8 @@ pub(crate) fn ensure_template(install: &PgInstall, root: &Path, run_as: &RunAs) 
     Ok(dir)
 }
 
-fn build(install: &PgInstall, tmp: &Path, run_as: &RunAs) -> Result<()> {
+/// Runs `initdb` into the new directory `tmp` (the template's settings).
+pub(crate) fn initdb(install: &PgInstall, tmp: &Path, run_as: &RunAs) -> Result<()> {
     std::fs::create_dir(tmp).map_err(|e| Error::io(format!("creating {}", tmp.display()), e))?;
     set_mode(tmp, 0o700)?;
     run_as.chown(tmp)?;

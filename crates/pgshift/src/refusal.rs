@@ -148,6 +148,17 @@ refusal_causes! {
     /// `--max-replica-lag`, or its replay position cannot be read: the swap's lock
     /// would reach it late, so the swap is not made.
     StandbyLagging = "standby-lagging", Unsafe;
+    /// A `--standby-url` does not reach a standby of this primary: the server is not in
+    /// recovery, its system identifier is another's, or it cannot be read to tell.
+    NotAStandby = "not-a-standby", Invalid;
+    /// The run was started with `--standby-url` and is continued without naming one of
+    /// those standbys again: its queries could not be checked before the swap.
+    StandbyUrlMissing = "standby-url-missing", Unsafe;
+    /// At the cutover, a query on a standby named with `--standby-url` held or waited
+    /// for a lock on the table past the cutover's budget (the swap's replayed lock
+    /// would hold up replay behind it, then cancel it), or the standby could not be
+    /// read.
+    StandbyQueries = "standby-queries", Unsafe;
 }
 
 impl fmt::Display for RefusalCause {

@@ -156,18 +156,6 @@ async fn assert_copy_stays_paused(db: &str) {
     );
 }
 
-/// The rewritten table, as the server describes it, holds every row.
-fn assert_rewritten(db: &str) {
-    assert_eq!(
-        value(db, "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 't'::regclass AND attname = 'v'"),
-        "character varying(100)"
-    );
-    assert_eq!(
-        value(db, "SELECT count(*) FROM t WHERE v = 'row ' || id"),
-        ROWS.to_string()
-    );
-}
-
 /// Makes the probe's table unwritable (every write raises `message`), starts a run
 /// that consults the probe, and waits until its throttle says so.
 async fn run_with_unwritable_probe(
@@ -267,7 +255,7 @@ async fn inv_oc_5_a_standby_that_stops_replaying_pauses_the_copy_until_it_replay
     let standbys = report.standbys.expect("standbys reported");
     assert_eq!(standbys.standbys.len(), 1, "{standbys:?}");
     assert!(standbys.standbys[0].lag_before_ms.is_some(), "{standbys:?}");
-    assert_rewritten(&db);
+    common::cas::assert_varchar_rewrite(&db, ROWS);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -290,7 +278,7 @@ async fn inv_oc_5_an_unwritable_probe_pauses_the_work_until_it_commits_again() {
         report.throttle
     );
     assert!(report.throttle.iter().any(|e| e.writer_p99_ms.is_some()));
-    assert_rewritten(&db);
+    common::cas::assert_varchar_rewrite(&db, ROWS);
     assert_eq!(
         value(&db, "SELECT count(*) FROM pgshift.throttle_probe"),
         "0",
@@ -425,7 +413,7 @@ async fn inv_oc_5_commits_slower_than_their_baseline_pause_the_copy_until_they_a
         "never opened again after the slowdown: {:?}",
         report.throttle
     );
-    assert_rewritten(&db);
+    common::cas::assert_varchar_rewrite(&db, ROWS);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -456,7 +444,7 @@ async fn an_operator_pauses_and_resumes_a_running_run() {
         .throttle
         .iter()
         .any(|e| e.reason.contains("paused by an operator")));
-    assert_rewritten(&db);
+    common::cas::assert_varchar_rewrite(&db, ROWS);
     // No run: the request is refused as such.
     let none = cas::request_throttle(&spec(&db), &table, true).await;
     assert!(matches!(none, Err(CasError::NoSuchRun(_))), "{none:?}");
@@ -509,7 +497,7 @@ async fn inv_lk_7_the_cutover_refuses_a_lagging_standby_and_leaves_the_source() 
         standbys.standbys.iter().all(|s| s.lag_before_ms.is_some()),
         "{standbys:?}"
     );
-    assert_rewritten(&db);
+    common::cas::assert_varchar_rewrite(&db, ROWS);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -571,5 +559,5 @@ async fn inv_oc_5_a_standby_position_the_role_cannot_read_pauses_the_work() {
         "{:?}",
         report.throttle
     );
-    assert_rewritten(&db);
+    common::cas::assert_varchar_rewrite(&db, ROWS);
 }

@@ -292,6 +292,7 @@ async fn a_rewrite_runs_through_copy_and_swap_and_is_found_again_after_a_crash()
     options.apply.copy_and_swap = Some(pgshift::exec::CasSettings {
         spec: common::cas::spec(&db),
         options: common::cas::options(pgshift::cas::Mode::Live),
+        standbys: Vec::new(),
     });
 
     // The process "died" after the swap of unit 1 but before its history record: the
@@ -304,6 +305,7 @@ async fn a_rewrite_runs_through_copy_and_swap_and_is_found_again_after_a_crash()
         table: &pgshift_sql::QualifiedName::bare("items"),
         search_path: &[],
         label: Some("migrate:1:unit1"),
+        standbys: &[],
     };
     let earlier = pgshift::cas::start_request(
         &common::cas::spec(&db),

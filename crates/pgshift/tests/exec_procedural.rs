@@ -86,6 +86,7 @@ async fn traced_apply(db: &str, sql: &str, allow: &[&str]) -> (Plan, ApplyVerdic
         copy_and_swap: Some(CasSettings {
             spec: spec(db),
             options: cas_options(Mode::Live),
+            standbys: Vec::new(),
         }),
     };
     let verdict = apply(
@@ -194,6 +195,7 @@ async fn the_hidden_rewrite_runs_through_copy_and_swap_via_migrate() {
     options.apply.copy_and_swap = Some(CasSettings {
         spec: spec(&db),
         options: cas_options(Mode::Live),
+        standbys: Vec::new(),
     });
     options.procedural = Some(procedural(&db, &[]));
     let verdict = run_migrate(&db, &dir, &options).await.expect("runs");

@@ -389,6 +389,7 @@ async fn apply_with(db: &str, sql: &str, allowed: &[&str], cas: bool) -> (Plan, 
         copy_and_swap: cas.then(|| CasSettings {
             spec: common::cas::spec(db),
             options: cas_options(Mode::Live),
+            standbys: Vec::new(),
         }),
     };
     let sessions = Sessions {

@@ -83,6 +83,7 @@ async fn run_async(args: &ApplyArgs) -> Result<u8, CliError> {
     let parsed = input(args)?;
     let spec = super::spec(args.url.as_deref())?;
     let session = super::session(&spec, &APPLY_SESSION).await?;
+    let standbys = super::standbys(&args.standby, &session).await?;
     let monitor = super::session(&spec, &SessionBudgets::READ_ONLY_PLAN)
         .await
         .ok();
@@ -124,6 +125,7 @@ async fn run_async(args: &ApplyArgs) -> Result<u8, CliError> {
         copy_and_swap: Some(CasSettings {
             spec: spec.clone(),
             options: args.cas.options(),
+            standbys: standbys.clone(),
         }),
     };
     let verdict = run_apply(

@@ -238,6 +238,7 @@ async fn demo(cluster: &Cluster, args: &DemoArgs, out: &Path) -> Result<bool, St
         table: &table,
         search_path: &[],
         label: Some("demo"),
+        standbys: &[],
     };
     let result = cas::start_request(&spec, request, options, &mut progress).await;
     let rewrite_end = origin.elapsed().as_secs_f64();

@@ -43,6 +43,7 @@ async fn run_async(args: &MigrateArgs) -> Result<u8, CliError> {
     if let Some(source) = &args.baseline {
         return Ok(super::baseline::run(&session, args, source).await);
     }
+    let standbys = super::standbys(&args.standby, &session).await?;
     let monitor = super::session(&spec, &SessionBudgets::READ_ONLY_PLAN)
         .await
         .ok();
@@ -53,6 +54,7 @@ async fn run_async(args: &MigrateArgs) -> Result<u8, CliError> {
             copy_and_swap: Some(CasSettings {
                 spec: spec.clone(),
                 options: args.cas.options(),
+                standbys: standbys.clone(),
             }),
         },
         allow_gaps: args.allow_gaps,

@@ -59,6 +59,19 @@ pub(crate) fn spec(url: Option<&str>) -> Result<ConnectionSpec, CliError> {
         .map_err(|err| errors::invalid_url(&err))
 }
 
+/// The `--standby-url` standbys, each proven a standby of the primary behind
+/// `session` before any work (a refusal, exit 2, otherwise).
+pub(crate) async fn standbys(
+    args: &crate::cli::StandbyArgs,
+    session: &Session,
+) -> Result<Vec<ConnectionSpec>, CliError> {
+    let specs = args.specs()?;
+    pgshift::cas::standby::prove_all(session.client(), &specs)
+        .await
+        .map_err(|err| runs::cas_error(&err, "TABLE"))?;
+    Ok(specs)
+}
+
 /// A session with `budgets`.
 pub(crate) async fn session(
     spec: &ConnectionSpec,

@@ -9,7 +9,7 @@ use pgshift::exec::allow_blocking::command_line_name;
 use pgshift::report;
 use serde::Serialize;
 
-use crate::cli::{CutoverArgs, Format, RunTableArgs, StatusArgs, ThrottleArgs};
+use crate::cli::{CutoverArgs, Format, ResumeArgs, RunTableArgs, StatusArgs, ThrottleArgs};
 use crate::errors::CliError;
 use crate::exit;
 use crate::render;
@@ -119,7 +119,7 @@ fn resume_or_abort(table: &str) -> String {
 }
 
 /// The error document of a run command that stopped.
-fn cas_error(err: &CasError, table: &str) -> CliError {
+pub(super) fn cas_error(err: &CasError, table: &str) -> CliError {
     let message = err.to_string();
     match err {
         CasError::Refused(refusal) => CliError::new("refused", message)
@@ -261,16 +261,18 @@ fn status_text(lines: &[RunLine]) -> String {
 }
 
 /// `pgshift resume TABLE`.
-pub fn resume(args: &RunTableArgs) -> u8 {
+pub fn resume(resume: &ResumeArgs) -> u8 {
+    let args = &resume.run;
     let table = command_line_name(&args.table);
     let result = (|| {
         let spec = super::spec(args.url.as_deref())?;
+        let standbys = resume.standby.specs()?;
         let runtime = super::runtime()?;
         let mut progress = render::CasView::new(progress_style(args.format));
         runtime
             .block_on(async {
                 signals::install();
-                cas::resume(&spec, &args.table, &mut progress).await
+                cas::resume_with(&spec, &args.table, &standbys, &mut progress).await
             })
             .map_err(|err| cas_error(&err, &table))
     })();

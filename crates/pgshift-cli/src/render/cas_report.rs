@@ -91,6 +91,9 @@ pub fn cas_report(report: &RunReport) -> String {
             )
         );
     }
+    for queried in report.standbys.iter().flat_map(|s| &s.queried) {
+        let _ = writeln!(out, "  {}", pgshift::cas::standby::cancelled_note(queried));
+    }
     for fk in &report.unvalidated_foreign_keys {
         let _ = writeln!(out, "  NOT VALIDATED (left NOT VALID): {fk}");
     }

@@ -25,6 +25,7 @@ pub mod run;
 pub mod session;
 pub mod shadow;
 pub mod source;
+pub mod standby;
 pub mod statements;
 pub mod store;
 pub mod throttle;
@@ -36,8 +37,8 @@ pub use liveness::{await_cutover, CutoverOutcome, RunStatus};
 pub use plan::{CutoverBudgets, Mode, RunOptions, VerifyMethod};
 pub use preflight::{preflight, preflight_read_only, Preflight};
 pub use run::{
-    abort, request_cutover, resume, resume_id, start, start_request, status, CasProgress,
-    CleanupStep, CutoverRequest, LeftBehind, Request, RunReport, Silent,
+    abort, request_cutover, resume, resume_id, resume_id_with, resume_with, start, start_request,
+    status, CasProgress, CleanupStep, CutoverRequest, LeftBehind, Request, RunReport, Silent,
 };
 pub use run::{request_throttle, ThrottleRequest};
 pub use store::{Phase, RunRecord};

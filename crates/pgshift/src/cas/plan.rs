@@ -122,6 +122,26 @@ pub struct CutoverBudgets {
     pub max_drain: i64,
 }
 
+impl CutoverBudgets {
+    /// The longest the swap's lock attempts can take in all: every attempt's
+    /// `lock_timeout` and the longest backoff between attempts (the jitter only
+    /// shortens it). Other waits before the swap are bounded by it too.
+    pub fn total(&self) -> std::time::Duration {
+        let mut ms = self
+            .lock_timeout_ms
+            .saturating_mul(u64::from(self.attempts));
+        for attempt in 1..self.attempts {
+            let exponent = (attempt - 1).min(20);
+            let backoff = self
+                .backoff_initial_ms
+                .saturating_mul(1u64 << exponent)
+                .min(self.backoff_max_ms);
+            ms = ms.saturating_add(backoff);
+        }
+        std::time::Duration::from_millis(ms)
+    }
+}
+
 /// How verification compares a chunk (INV: CO-10).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -202,6 +222,11 @@ pub struct RunPlan {
     /// checked: <why>`).
     #[serde(default)]
     pub disk: String,
+    /// The standbys named with `--standby-url` when the run started (or was
+    /// resumed), redacted: host, port and database, never a role or password. A
+    /// resume must name each of them again (fail closed).
+    #[serde(default)]
+    pub standbys: Vec<crate::cas::standby::StandbyEndpoint>,
 }
 
 impl RunPlan {
@@ -222,5 +247,28 @@ impl RunPlan {
         let mut out = vec![&self.shadow];
         out.extend(self.shadow_partitions.iter());
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CutoverBudgets;
+
+    #[test]
+    fn the_cutover_budget_is_every_attempt_and_the_longest_backoffs_between_them() {
+        let budgets = CutoverBudgets {
+            lock_timeout_ms: 1_000,
+            attempts: 10,
+            backoff_initial_ms: 100,
+            backoff_max_ms: 5_000,
+            max_drain: 50_000,
+        };
+        // 10 × 1 s, and 100 + 200 + 400 + 800 + 1600 + 3200 + 3 × 5000 ms between them.
+        assert_eq!(budgets.total().as_millis(), 31_300);
+        let one = CutoverBudgets {
+            attempts: 1,
+            ..budgets
+        };
+        assert_eq!(one.total().as_millis(), 1_000);
     }
 }

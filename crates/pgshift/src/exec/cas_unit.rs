@@ -21,6 +21,8 @@ pub struct CasSettings {
     pub spec: ConnectionSpec,
     /// The run's options.
     pub options: RunOptions,
+    /// Standbys of the primary to read at the cutover (`--standby-url`).
+    pub standbys: Vec<ConnectionSpec>,
 }
 
 /// What copy-and-swap did for a unit.
@@ -150,7 +152,9 @@ async fn run(
                 return Ok(());
             }
             out.resumed = true;
-            let report = cas::resume_id(&settings.spec, record.id, progress).await?;
+            let report =
+                cas::resume_id_with(&settings.spec, record.id, &settings.standbys, progress)
+                    .await?;
             out.report = Some(report);
             return Ok(());
         }
@@ -164,6 +168,7 @@ async fn run(
         table,
         search_path,
         label,
+        standbys: &settings.standbys,
     };
     let report =
         cas::start_request(&settings.spec, request, settings.options.clone(), progress).await?;

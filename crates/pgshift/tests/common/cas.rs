@@ -104,6 +104,19 @@ pub async fn abort(db: &str, table: &str) -> Result<i64, cas::CasError> {
     cas::abort(&spec(db), &QualifiedName::bare(table)).await
 }
 
+/// `t.v` is `varchar(100)` now and every one of `rows` rows still reads `row <id>`:
+/// the type change of the throttle and standby tests, swapped.
+pub fn assert_varchar_rewrite(db: &str, rows: i64) {
+    assert_eq!(
+        value(db, "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 't'::regclass AND attname = 'v'"),
+        "character varying(100)"
+    );
+    assert_eq!(
+        value(db, "SELECT count(*) FROM t WHERE v = 'row ' || id"),
+        rows.to_string()
+    );
+}
+
 /// One value read with psql.
 pub fn value(db: &str, sql: &str) -> String {
     cluster().psql(db, sql).expect("query").trim().to_owned()

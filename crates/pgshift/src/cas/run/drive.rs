@@ -21,6 +21,7 @@ use crate::cas::error::CasError;
 use crate::cas::ledger::Ledger;
 use crate::cas::plan::{Mode, RunPlan};
 use crate::cas::session;
+use crate::cas::standby as standby_queries;
 use crate::cas::statements::Statements;
 use crate::cas::store::{self, Phase, RunRecord};
 use crate::cas::throttle::{standby, Controller};
@@ -31,6 +32,7 @@ pub(super) async fn drive(
     spec: &ConnectionSpec,
     runner: &Session,
     record: RunRecord,
+    standby_urls: &[ConnectionSpec],
     progress: &mut dyn CasProgress,
 ) -> Result<RunReport, CasError> {
     let client = runner.client();
@@ -104,6 +106,7 @@ pub(super) async fn drive(
         &state,
         applier.as_ref(),
         phase,
+        standby_urls,
         &mut report,
         progress,
     )
@@ -156,6 +159,7 @@ pub(super) async fn run_phases(
     state: &Arc<CopyState>,
     applier: Option<&ApplierTask>,
     from: Phase,
+    standby_urls: &[ConnectionSpec],
     report: &mut RunReport,
     progress: &mut dyn CasProgress,
 ) -> Result<(), CasError> {
@@ -239,6 +243,22 @@ pub(super) async fn run_phases(
     for note in &standbys.notes {
         progress.note(note);
     }
+    // INV: LK-9 — the standbys named with --standby-url are read before the swap takes
+    // its lock: no query there holds or waits for a lock on the table.
+    let watched = standby_queries::before_swap(
+        client,
+        standby_urls,
+        &source_oids(plan),
+        &plan.source.table.name.to_string(),
+        plan.options.cutover.total(),
+    )
+    .await?;
+    for queried in &watched.standbys {
+        progress.note(&standby_queries::clear_note(
+            queried,
+            &plan.source.table.name.to_string(),
+        ));
+    }
     let swap = match applier {
         Some(task) => {
             let _paused = task.gate.lock().await;
@@ -247,7 +267,12 @@ pub(super) async fn run_phases(
         None => cutover::swap(client, plan, || catch_up(client, plan, statements)).await,
     }?;
     report.swap = Some(swap);
-    standby::after_swap(client, &mut standbys, max_lag.unwrap_or(STANDBY_SWAP_WAIT)).await;
+    let wait = max_lag.unwrap_or(STANDBY_SWAP_WAIT);
+    standby::after_swap(client, &mut standbys, wait).await;
+    standbys.queried = standby_queries::after_swap(client, watched, wait).await;
+    for queried in &standbys.queried {
+        progress.note(&standby_queries::cancelled_note(queried));
+    }
     report.standbys = Some(standbys);
     report
         .phases_ms
@@ -279,9 +304,15 @@ pub(super) fn elapsed_ms(started: Instant) -> u64 {
     u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
-pub(super) async fn estimate_rows(client: &Client, plan: &RunPlan) -> i64 {
+/// The source table and its partitions, by OID.
+fn source_oids(plan: &RunPlan) -> Vec<u32> {
     let mut oids = vec![plan.source.table.oid];
     oids.extend(plan.source.partitions.iter().map(|p| p.relation.oid));
+    oids
+}
+
+pub(super) async fn estimate_rows(client: &Client, plan: &RunPlan) -> i64 {
+    let oids = source_oids(plan);
     client
         .query_one(
             // Rows live in leaf tables only (a partitioned parent's reltuples is the

@@ -34,6 +34,7 @@ use super::plan::{RunOptions, RunPlan};
 use super::preflight::{preflight, Preflight};
 use super::session;
 use super::shadow;
+use super::standby::{self as standby_urls, StandbyEndpoint};
 use super::store::{self, Phase, RunRecord};
 use super::throttle::{self, standby::StandbyReport, ThrottleEvent};
 use crate::connect::{ConnectionSpec, Session};
@@ -135,6 +136,9 @@ pub struct Request<'a> {
     /// A label recorded with the run (a migration's unit), so that its caller can find
     /// the run again after a crash.
     pub label: Option<&'a str>,
+    /// Standbys of the primary to read at the cutover (`--standby-url`): each proven a
+    /// standby of it before anything is recorded; the record keeps them redacted.
+    pub standbys: &'a [ConnectionSpec],
 }
 
 /// Starts a run for `statement` on the table `table` (as written, resolved with the
@@ -152,6 +156,7 @@ pub async fn start(
         table,
         search_path: &[],
         label: None,
+        standbys: &[],
     };
     start_request(spec, request, options, progress).await
 }
@@ -164,6 +169,8 @@ pub async fn start_request(
     progress: &mut dyn CasProgress,
 ) -> Result<RunReport, CasError> {
     let runner = session::open(spec, "pgshift").await?;
+    // Before any work: every --standby-url is a standby of this primary.
+    standby_urls::prove_all(runner.client(), request.standbys).await?;
     let search_path = if request.search_path.is_empty() {
         runner.user_search_path().to_vec()
     } else {
@@ -212,6 +219,7 @@ async fn start_locked(
         search_path: search_path.to_vec(),
         source: facts,
         disk: disk.line(),
+        standbys: request.standbys.iter().map(StandbyEndpoint::of).collect(),
     };
     let name = &plan.source.table.name;
     plan.run = store::insert(
@@ -241,18 +249,31 @@ async fn start_locked(
         return Err(err);
     }
     let record = store::by_id(client, plan.run).await?;
-    drive(spec, runner, record, progress).await
+    drive(spec, runner, record, request.standbys, progress).await
 }
 
-/// Continues the active run of `table` from its record.
+/// Continues the active run of `table` from its record (naming no standby: refused
+/// for a run started with `--standby-url`).
 pub async fn resume(
     spec: &ConnectionSpec,
     table: &QualifiedName,
     progress: &mut dyn CasProgress,
 ) -> Result<RunReport, CasError> {
+    resume_with(spec, table, &[], progress).await
+}
+
+/// Continues the active run of `table` from its record, reading `standbys` at the
+/// cutover; they must include every standby the run was recorded with.
+pub async fn resume_with(
+    spec: &ConnectionSpec,
+    table: &QualifiedName,
+    standbys: &[ConnectionSpec],
+    progress: &mut dyn CasProgress,
+) -> Result<RunReport, CasError> {
     let runner = session::open(spec, "pgshift").await?;
+    standby_urls::prove_all(runner.client(), standbys).await?;
     let oid = resolve_any(&runner, table).await?;
-    resume_oid(spec, &runner, oid, &table.to_string(), progress).await
+    resume_oid(spec, &runner, oid, &table.to_string(), standbys, progress).await
 }
 
 /// Continues run `id` (which must be the active run of its table).
@@ -261,10 +282,22 @@ pub async fn resume_id(
     id: i64,
     progress: &mut dyn CasProgress,
 ) -> Result<RunReport, CasError> {
+    resume_id_with(spec, id, &[], progress).await
+}
+
+/// Continues run `id`, reading `standbys` at the cutover (as [`resume_with`]).
+pub async fn resume_id_with(
+    spec: &ConnectionSpec,
+    id: i64,
+    standbys: &[ConnectionSpec],
+    progress: &mut dyn CasProgress,
+) -> Result<RunReport, CasError> {
     let runner = session::open(spec, "pgshift").await?;
+    standby_urls::prove_all(runner.client(), standbys).await?;
     store::ensure(runner.client()).await?;
     let record = store::by_id(runner.client(), id).await?;
-    resume_oid(spec, &runner, record.source_oid, &record.source, progress).await
+    let (oid, source) = (record.source_oid, record.source);
+    resume_oid(spec, &runner, oid, &source, standbys, progress).await
 }
 
 async fn resume_oid(
@@ -272,10 +305,11 @@ async fn resume_oid(
     runner: &Session,
     oid: u32,
     table: &str,
+    standbys: &[ConnectionSpec],
     progress: &mut dyn CasProgress,
 ) -> Result<RunReport, CasError> {
     lock_table_after_stop(runner.client(), oid).await?;
-    let result = resume_locked(spec, runner, oid, table, progress).await;
+    let result = resume_locked(spec, runner, oid, table, standbys, progress).await;
     unlock_table(runner.client(), oid).await;
     result
 }
@@ -285,13 +319,29 @@ async fn resume_locked(
     runner: &Session,
     oid: u32,
     table: &str,
+    standbys: &[ConnectionSpec],
     progress: &mut dyn CasProgress,
 ) -> Result<RunReport, CasError> {
     let client = runner.client();
     store::ensure(client).await?;
-    let record = store::active_for(client, oid)
+    let mut record = store::active_for(client, oid)
         .await?
         .ok_or_else(|| CasError::NoSuchRun(format!("active run for {table}")))?;
+    // Fail closed: a run started with standby URLs is continued only with them, unless
+    // its swap has committed (no swap lies ahead, and only its finish is left).
+    let phase = match record.phase {
+        Phase::Failed => record.resume_phase.unwrap_or(Phase::Copying),
+        phase => phase,
+    };
+    let swapped = phase == Phase::Cutover && cutover::settled(client, &record.plan).await?;
+    if !swapped {
+        standby_urls::require_recorded(&record.plan.standbys, standbys)?;
+    }
+    let endpoints = standby_urls::union(&record.plan.standbys, standbys);
+    if endpoints != record.plan.standbys {
+        record.plan.standbys = endpoints;
+        store::save_plan(client, record.id, &record.plan).await?;
+    }
     if record.phase == Phase::Prepared || record.resume_phase == Some(Phase::Prepared) {
         // Nothing was copied: start the shadow again from the recorded statement.
         let mut plan = record.plan.clone();
@@ -304,7 +354,7 @@ async fn resume_locked(
         prepare(client, &mut plan, statement, progress).await?;
     }
     let record = store::by_id(client, record.id).await?;
-    drive(spec, runner, record, progress).await
+    drive(spec, runner, record, standbys, progress).await
 }
 
 /// The answer to a cutover request.

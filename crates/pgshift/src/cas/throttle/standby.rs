@@ -13,7 +13,9 @@
 //! `max_standby_streaming_delay` and is cancelled after it (`hot_standby_feedback` does
 //! not prevent lock conflicts, only snapshot ones). What the primary does see is
 //! `backend_xmin` of a standby sending feedback: a snapshot open there, which the report
-//! names as a query that may be cancelled or hold up the swap's replay.
+//! names as a query that may be cancelled or hold up the swap's replay. The standbys
+//! named with `--standby-url` are read directly on their own connections
+//! (`cas::standby`, INV: LK-9), after this check.
 
 use std::time::{Duration, Instant};
 
@@ -49,6 +51,10 @@ pub struct StandbyReport {
     pub standbys: Vec<StandbyAtSwap>,
     /// What the primary can and cannot tell about standby queries.
     pub notes: Vec<String>,
+    /// The standbys named with `--standby-url`, read on their own connections: their
+    /// settings, the queries that held the swap back, and what its replay cancelled.
+    #[serde(default)]
+    pub queried: Vec<crate::cas::standby::QueriedStandby>,
 }
 
 struct Row {
@@ -172,7 +178,7 @@ pub async fn before_swap(
     }
     if !report.standbys.is_empty() {
         report.notes.push(
-            "not visible from the primary: the standbys' own queries and their max_standby_streaming_delay (a standby without hot_standby_feedback shows no snapshot)".to_owned(),
+            "not visible from the primary: the standbys' own queries and their max_standby_streaming_delay (a standby without hot_standby_feedback shows no snapshot); --standby-url reads them on the standby".to_owned(),
         );
     }
     Ok(report)

@@ -187,6 +187,7 @@ pub async fn through_pgshift(db: &str, role: Option<&str>, sql: &str) -> Result<
         copy_and_swap: Some(CasSettings {
             spec: spec.clone(),
             options: run_options,
+            standbys: Vec::new(),
         }),
     };
     let file = planned
