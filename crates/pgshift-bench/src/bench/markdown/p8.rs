@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use super::throttle::spans_text;
 use super::{count, secs, section};
 use crate::bench::results::{ReplicaRun, P8};
 
@@ -25,11 +26,11 @@ pub(super) fn render(out: &mut String, p8: Option<&P8>, chart_prefix: &str) {
     for run in &p8.runs {
         let swap = run.at_swap.as_ref();
         let throttle = run.run.throttle.as_ref().map_or("–".to_owned(), |t| {
-            format!(
-                "{} / {}",
-                secs(t.seconds_at("slow") * 1000.0),
-                secs(t.seconds_at("paused") * 1000.0)
-            )
+            let spans = |pace: &str| {
+                let n = t.spans.iter().filter(|s| s.pace == pace).count();
+                spans_text(t.seconds_at(pace), n)
+            };
+            format!("{} / {}", spans("slow"), spans("paused"))
         });
         let _ = writeln!(
             out,
@@ -138,7 +139,7 @@ mod tests {
         assert!(out.contains("### P8"), "{out}");
         // The default run's row: lag at most, around the swap, at the swap.
         assert!(
-            out.contains("| P8 default throttle | 20.00 s | 40.00 s | 1.9 MiB | 150 ms | 8 KiB | 4 KiB | 3 ms |"),
+            out.contains("| P8 default throttle | 20.00 s | 40.00 s | 1.9 MiB | 150 ms | 8 KiB | 4 KiB | 3 ms | none / none | 0 |"),
             "{out}"
         );
         assert!(
