@@ -34,7 +34,7 @@ use crate::timeline::Timeline;
 
 mod samples;
 
-pub use samples::{write_backlog_chart, write_lag_chart};
+pub use samples::{format_bytes, write_backlog_chart, write_lag_chart};
 
 /// The size of the charts, in pixels.
 const WIDTH: u32 = 1100;

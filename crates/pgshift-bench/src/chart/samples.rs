@@ -130,8 +130,8 @@ fn write_samples_chart(
     root.present().map_err(chart_error)
 }
 
-/// A bytes axis label: `512 B`, `64 KiB`, `1.5 MiB`.
-fn format_bytes(v: f64) -> String {
+/// A bytes axis label: `512 B`, `64 KiB`, `1.5 MiB` (P8's tables say lags so too).
+pub fn format_bytes(v: f64) -> String {
     const KIB: f64 = 1024.0;
     if v >= KIB * KIB {
         format!("{:.1} MiB", v / (KIB * KIB))

@@ -118,12 +118,9 @@ fn lost(run: &ReplicaRun) -> String {
 
 /// Bytes of WAL behind: `0 B`, `12 KiB`, `3.4 MiB`.
 fn lag_bytes(bytes: Option<i64>) -> String {
-    match bytes {
-        None => "not measured".to_owned(),
-        Some(b) if b >= 1024 * 1024 => format!("{:.1} MiB", b as f64 / (1024.0 * 1024.0)),
-        Some(b) if b >= 1024 => format!("{:.0} KiB", b as f64 / 1024.0),
-        Some(b) => format!("{b} B"),
-    }
+    bytes.map_or("not measured".to_owned(), |b| {
+        crate::chart::format_bytes(b as f64)
+    })
 }
 
 #[cfg(test)]
