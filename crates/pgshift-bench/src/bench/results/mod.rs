@@ -178,7 +178,7 @@ pub struct EngineSettings {
 /// A scenario that did not produce figures.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Failure {
-    /// `P1` … `P7`.
+    /// `P1` … `P8`.
     pub scenario: String,
     /// Why.
     pub error: String,
