@@ -340,3 +340,45 @@ async fn the_reader_check_sees_a_query_the_swaps_replayed_lock_cancels() {
         "{cancelled:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_windowed_reader_reads_only_the_rows_after_its_lower_bound() {
+    let _turn = TURN.lock().await;
+    let db = feed_db("replica_reader_window");
+    // 2026-01-01 00:00:05 UTC: the seed's row g is at BASE + (g / 3) ms, so the rows
+    // strictly after it are g >= 15003 (g = 15000..15002 are at it and left out).
+    let since = SystemTime::UNIX_EPOCH + Duration::from_secs(1_767_225_605);
+    assert_eq!(
+        value(
+            &db,
+            &format!("SELECT '{BASE}'::timestamptz + interval '5 s' = to_timestamp(1767225605)")
+        ),
+        "t",
+        "the window constant"
+    );
+    let reader = StandbyReader::start(ReaderConfig {
+        since: Some(since),
+        ..reader(&db)
+    });
+    while reader.passes() < 2 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let log = reader.stop(Duration::from_secs(60)).await;
+    let (client, connection) =
+        tokio_postgres::connect(&primary().connection_string(&db), tokio_postgres::NoTls)
+            .await
+            .expect("connects");
+    tokio::spawn(connection);
+    let expected =
+        standby_reader::fenced_keys_since(&client, &TableRef::new("feed"), Some(since), fence())
+            .await
+            .expect("fenced keys");
+    assert_eq!(
+        expected.len(),
+        20_000 - 15_003 + 1,
+        "the window on the primary"
+    );
+    let verdict = standby_reader::check(&expected, &log);
+    assert!(verdict.is_clean(), "{verdict:?}; errors {:?}", log.errors);
+    assert!(log.passes.iter().all(|p| p.keys.len() == expected.len()));
+}

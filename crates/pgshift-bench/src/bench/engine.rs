@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::env::vm_hwm_kib;
-use super::results::EngineRun;
+use super::results::{EngineRun, StandbyLag};
 use super::{BenchError, BenchResult, Context};
 
 /// The hidden subcommand.
@@ -304,6 +304,20 @@ pub fn engine_run_from_report(report: &Value, wall_ms: f64) -> EngineRun {
         drained: swap["drained"].as_i64(),
         backlog_max: report["backlog_max"].as_i64().unwrap_or(0),
         vm_hwm_kib: None,
+        standbys: report["standbys"]["standbys"]
+            .as_array()
+            .map(|standbys| {
+                standbys
+                    .iter()
+                    .map(|s| StandbyLag {
+                        name: s["name"].as_str().unwrap_or_default().to_owned(),
+                        lag_before_ms: s["lag_before_ms"].as_u64(),
+                        behind_at_swap_bytes: s["behind_at_swap_bytes"].as_i64(),
+                        replayed_swap_after_ms: s["replayed_swap_after_ms"].as_u64(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
     }
 }
 

@@ -11,7 +11,10 @@
 //! * **P5** single-row insert throughput without triggers, with a naive
 //!   capture, and with pgshift's capture (engine running, then killed);
 //! * **P6** the engine's peak RSS in a child process at two table sizes;
-//! * **P7** the change-log backlog at twice the demo rate.
+//! * **P7** the change-log backlog at twice the demo rate;
+//! * **P8** a streaming replica under the P3 load and change: its replay lag
+//!   over time and at the swap, with the default throttle and with it off, and a
+//!   keyset reader on it checked for skips, repeats and cancelled queries.
 //!
 //! [`run`] does it all; the program that calls it must hand the hidden
 //! `engine-run` subcommand to [`engine::child_main`], because P1, P2, P5 and
@@ -24,6 +27,8 @@ pub mod results;
 
 mod capture;
 mod relay;
+mod replica;
+mod sampler;
 mod tables;
 
 use std::collections::BTreeSet;
@@ -94,20 +99,23 @@ pub enum Scenario {
     P6,
     /// Catch-up at twice the demo rate.
     P7,
+    /// A streaming replica: replay lag and a reader on it.
+    P8,
 }
 
 impl Scenario {
     /// Every scenario, in the order they run.
-    pub const ALL: [Scenario; 6] = [
+    pub const ALL: [Scenario; 7] = [
         Scenario::P1,
         Scenario::P2,
         Scenario::P6,
         Scenario::P5,
         Scenario::P3,
         Scenario::P7,
+        Scenario::P8,
     ];
 
-    /// Parses `P1`…`P7` (`P4` means P3, which measures it).
+    /// Parses `P1`…`P8` (`P4` means P3, which measures it).
     pub fn parse(text: &str) -> Option<Scenario> {
         match text.trim().to_ascii_uppercase().as_str() {
             "P1" => Some(Scenario::P1),
@@ -116,6 +124,7 @@ impl Scenario {
             "P5" => Some(Scenario::P5),
             "P6" => Some(Scenario::P6),
             "P7" => Some(Scenario::P7),
+            "P8" => Some(Scenario::P8),
             _ => None,
         }
     }
@@ -129,6 +138,7 @@ impl Scenario {
             Scenario::P5 => "P5",
             Scenario::P6 => "P6",
             Scenario::P7 => "P7",
+            Scenario::P8 => "P8",
         }
     }
 }
@@ -398,6 +408,7 @@ pub async fn run(options: BenchOptions) -> BenchResult<BenchResults> {
         p5: None,
         p6: None,
         p7: None,
+        p8: None,
         failures: Vec::new(),
         targets: Vec::new(),
         notes: notes(),
@@ -410,7 +421,7 @@ pub async fn run(options: BenchOptions) -> BenchResult<BenchResults> {
             Scenario::P2 => tables::p2(&mut bench).await.map(|p| results.p2 = Some(p)),
             Scenario::P6 => tables::p6_small(&mut bench).await,
             Scenario::P5 => capture::p5(&mut bench).await.map(|p| results.p5 = Some(p)),
-            Scenario::P3 | Scenario::P7 => Ok(()),
+            Scenario::P3 | Scenario::P7 | Scenario::P8 => Ok(()),
         };
         if let Err(e) = outcome {
             bench.say(format!("{} failed: {e}", scenario.name()));
@@ -420,17 +431,23 @@ pub async fn run(options: BenchOptions) -> BenchResult<BenchResults> {
             });
         }
     }
-    if selected(Scenario::P3) || selected(Scenario::P7) {
-        match relay::run(&mut bench, selected(Scenario::P3), selected(Scenario::P7)).await {
-            Ok((p3, p7, failures)) => {
-                results.p3 = p3;
-                results.p7 = p7;
-                results.failures.extend(failures);
+    let wanted = relay::Wanted {
+        p3: selected(Scenario::P3),
+        p7: selected(Scenario::P7),
+        p8: selected(Scenario::P8),
+    };
+    if wanted.p3 || wanted.p7 || wanted.p8 {
+        match relay::run(&mut bench, wanted).await {
+            Ok(relay) => {
+                results.p3 = relay.p3;
+                results.p7 = relay.p7;
+                results.p8 = relay.p8;
+                results.failures.extend(relay.failures);
             }
             Err(e) => {
                 bench.say(format!("relay scenarios failed: {e}"));
                 results.failures.push(Failure {
-                    scenario: "P3/P7".to_owned(),
+                    scenario: "P3/P7/P8".to_owned(),
                     error: e.to_string(),
                 });
             }
@@ -544,7 +561,9 @@ pub fn write_outputs(out: &Path, results: &BenchResults) -> BenchResult<()> {
 /// Draws every chart of `results` into `out` (from the series kept in the
 /// JSON, so `render` can draw them again).
 pub fn draw_charts(out: &Path, results: &BenchResults) -> BenchResult<()> {
-    use crate::chart::{write_backlog_chart, write_latency_chart_with_throttle, BacklogLine};
+    use crate::chart::{
+        write_backlog_chart, write_lag_chart, write_latency_chart_with_throttle, BacklogLine,
+    };
     let mut runs = Vec::new();
     if let Some(p3) = &results.p3 {
         runs.push(&p3.blocking);
@@ -552,6 +571,9 @@ pub fn draw_charts(out: &Path, results: &BenchResults) -> BenchResult<()> {
     }
     if let Some(p7) = &results.p7 {
         runs.push(&p7.run);
+    }
+    if let Some(p8) = &results.p8 {
+        runs.extend(p8.runs.iter().map(|r| &r.run));
     }
     for run in runs {
         let title = format!(
@@ -585,6 +607,20 @@ pub fn draw_charts(out: &Path, results: &BenchResults) -> BenchResult<()> {
             &p7.run.phases,
         )
         .ctx("drawing the backlog chart")?;
+    }
+    for replica in results.p8.iter().flat_map(|p| &p.runs) {
+        let line = BacklogLine {
+            label: "bytes of WAL not replayed (pg_stat_replication)".to_owned(),
+            samples: replica.lag.iter().map(|s| (s.at_s, s.bytes)).collect(),
+        };
+        write_lag_chart(
+            &out.join(&replica.lag_chart),
+            &format!("replica replay lag — {}", replica.run.label),
+            &[line],
+            &replica.run.phases,
+            &throttle_marks(&replica.run),
+        )
+        .ctx("drawing a replay lag chart")?;
     }
     Ok(())
 }
@@ -626,6 +662,7 @@ fn notes() -> Vec<String> {
         "P1 runs at two sizes (the standard one and --p1-large-rows), each on its own pair of identical tables; its targets are held at the larger size.",
         "P3 runs pgshift three times under the same load, each on its own copy of the seeded database: with the default throttle, with a stricter --max-writer-slowdown, and with every throttle limit off. A run's copy slowdown is its copy phase over the unthrottled run's. The throttle's decisions are the engine's own (RunReport.throttle: one at each change of pace and every few seconds meanwhile); a span lasts from its decision to the next one, the last to the end of the paced work (copy, index builds, verification), and is shaded on the run's latency chart. A pgshift run under the relay load that has not finished after its budget (900 s; 180 s with --quick) is given up and reported as a failure with the throttle's state: a throttle that never lets the work go would otherwise hold the benchmark for ever.",
         "P7's backlog is count(*) of pgshift.log_<run> sampled every 500 ms by a separate session; 'steady state' means that over the second half of the samples taken before the cutover the backlog grows by less than 5 % of the write rate per second (least-squares slope).",
+        "P8 adds a streaming replica (pg_basebackup -R -X stream, started after P3 and P7) and runs P3's change under P3's load on two more copies of the seeded database, with the default throttle and with every limit off. The replay lag is sampled every 500 ms on the primary from pg_stat_replication (pg_current_wal_lsn() - replay_lsn, and replay_lag, which is NULL once the standby is idle); 'around the swap' is the largest sample from 1 s before the cutover phase to 1 s after it; 'behind at the swap' and 'swap replayed after' are the engine's own report. The reader on the replica reads the newest 20,000 rows (or fewer) at or before a fence a second before the load started, 200 rows a page, 10 ms apart; the load never inserts, deletes or re-keys those rows, so every complete pass must read exactly the set read on the primary after the run. Skips, repeats (with rows out of order or not fenced) and queries cancelled by a conflict with recovery are P8's targets, from issue 12 (targets.md has none for P8); no target is set for the lag.",
     ]
     .into_iter()
     .map(str::to_owned)

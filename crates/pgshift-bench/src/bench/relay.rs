@@ -1,7 +1,7 @@
 //! P3, P4 and P7: the relay workload on identical copies of one seeded
 //! database, while relay migration 0008 runs blocking on one copy and through
 //! pgshift on another (P3/P4), and through pgshift at twice the demo rate on a
-//! third (P7).
+//! third (P7); P8's copies are made here too and run by [`super::replica`].
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -14,8 +14,9 @@ use tokio_postgres::Client;
 use super::engine::engine_run_of;
 use super::results::{
     limits, Failure, LoadFigures, LockHold, OracleFigures, PhaseBacklog, RelayRun, ThrottleFigures,
-    P3, P7,
+    P3, P7, P8,
 };
+use super::sampler::{Probe, Sampler};
 use super::{connect, pause, scalar_i64, Bench, BenchError, BenchResult, Context};
 use crate::chart::PhaseMark;
 use crate::load::{self, LoadConfig, LoadReport};
@@ -43,7 +44,7 @@ const P7_WRITERS: usize = 8;
 
 /// How the change runs.
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum Change {
+pub(super) enum Change {
     Blocking,
     /// Through pgshift, with these throttle limits.
     Pgshift(ThrottleLimits),
@@ -51,7 +52,7 @@ enum Change {
 
 /// Every throttle limit off: the copy at the speed of its settings, for the
 /// throttled runs' slowdown.
-const NO_LIMITS: ThrottleLimits = ThrottleLimits {
+pub(super) const NO_LIMITS: ThrottleLimits = ThrottleLimits {
     max_replica_lag_ms: None,
     max_writer_p99_ms: None,
     max_writer_slowdown: None,
@@ -59,22 +60,37 @@ const NO_LIMITS: ThrottleLimits = ThrottleLimits {
     interval_ms: pgshift::cas::throttle::DEFAULT_LIMITS.interval_ms,
 };
 
+/// Writer connections of P8 (as P3).
+pub(super) const P8_WRITERS: usize = P3_WRITERS;
+
 /// One relay scenario run: where, how, how fast.
-struct Plan<'a> {
-    db: &'a str,
-    change: Change,
-    rate: f64,
-    writers: usize,
-    label: &'a str,
-    chart: &'a str,
+pub(super) struct Plan<'a> {
+    pub db: &'a str,
+    pub change: Change,
+    pub rate: f64,
+    pub writers: usize,
+    pub label: &'a str,
+    pub chart: &'a str,
+}
+
+/// Which relay scenarios to run.
+pub(crate) struct Wanted {
+    pub p3: bool,
+    pub p7: bool,
+    pub p8: bool,
+}
+
+/// What the relay scenarios measured, and which of them failed.
+pub(crate) struct RelayResults {
+    pub p3: Option<P3>,
+    pub p7: Option<P7>,
+    pub p8: Option<P8>,
+    pub failures: Vec<Failure>,
 }
 
 /// The databases, and what to measure.
-pub(crate) async fn run(
-    bench: &mut Bench,
-    want_p3: bool,
-    want_p7: bool,
-) -> BenchResult<(Option<P3>, Option<P7>, Vec<Failure>)> {
+pub(crate) async fn run(bench: &mut Bench, wanted: Wanted) -> BenchResult<RelayResults> {
+    let (want_p3, want_p7) = (wanted.p3, wanted.p7);
     let per_partition = bench.options.relay_rows_per_partition;
     let admin = connect(&bench.conninfo("postgres")).await?;
     admin
@@ -110,6 +126,9 @@ pub(crate) async fn run(
     }
     if want_p7 {
         copies.push("relay_2x");
+    }
+    if wanted.p8 {
+        copies.extend(super::replica::COPIES);
     }
     let file_copy = scalar_i64(
         &admin,
@@ -263,7 +282,25 @@ pub(crate) async fn run(
             }),
         }
     }
-    Ok((p3, p7, failures))
+    let mut p8 = None;
+    if wanted.p8 {
+        match super::replica::p8(bench, &admin).await {
+            Ok(p) => p8 = Some(p),
+            Err(e) => failures.push(Failure {
+                scenario: "P8".to_owned(),
+                error: e.to_string(),
+            }),
+        }
+        for db in super::replica::COPIES {
+            drop_database(&admin, db).await;
+        }
+    }
+    Ok(RelayResults {
+        p3,
+        p7,
+        p8,
+        failures,
+    })
 }
 
 /// The outcome of a run that was never made (not reached: the list above has
@@ -359,14 +396,14 @@ async fn clone_database(
     }
 }
 
-async fn drop_database(admin: &Client, db: &str) {
+pub(super) async fn drop_database(admin: &Client, db: &str) {
     let _ = admin
         .batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
         .await;
 }
 
 /// Rows and bytes (partitions with their indexes) of `events`.
-async fn events_size(client: &Client) -> BenchResult<(u64, u64)> {
+pub(super) async fn events_size(client: &Client) -> BenchResult<(u64, u64)> {
     let rows = scalar_i64(client, "SELECT count(*) FROM events").await?;
     let bytes = scalar_i64(
         client,
@@ -398,63 +435,34 @@ impl CasProgress for PhaseClock {
     }
 }
 
-/// How often the backlog is sampled.
-const SAMPLE_EVERY: Duration = Duration::from_millis(500);
-
-/// Samples `count(*)` of the newest active run's change log every
-/// [`SAMPLE_EVERY`].
-struct BacklogSampler {
-    stop: tokio::sync::watch::Sender<bool>,
-    task: tokio::task::JoinHandle<Vec<(f64, i64)>>,
+/// `count(*)` of the newest active run's change log on `events`, with when.
+struct Backlog {
+    t0: Instant,
+    run: Option<i64>,
 }
 
-impl BacklogSampler {
-    async fn start(conninfo: &str, t0: Instant) -> BenchResult<BacklogSampler> {
-        let client = connect(conninfo).await?;
-        client
-            .batch_execute("SET statement_timeout = '5s'; SET lock_timeout = '1s'")
-            .await
-            .ctx("setting up the backlog sampler")?;
-        let (stop, mut stopped) = tokio::sync::watch::channel(false);
-        let task = tokio::spawn(async move {
-            let mut samples = Vec::new();
-            let mut run: Option<i64> = None;
-            let mut tick = tokio::time::interval(SAMPLE_EVERY);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tokio::select! {
-                    _ = tick.tick() => {}
-                    _ = stopped.changed() => break,
-                }
-                if run.is_none() {
-                    run = client
-                        .query_opt(
-                            "SELECT id FROM pgshift.runs WHERE source_name = 'events' \
-                               AND phase NOT IN ('done', 'aborted', 'failed') \
-                             ORDER BY id DESC LIMIT 1",
-                            &[],
-                        )
-                        .await
-                        .ok()
-                        .flatten()
-                        .map(|row| row.get(0));
-                }
-                if let Some(id) = run {
-                    let at = t0.elapsed().as_secs_f64();
-                    let sql = format!("SELECT count(*) FROM pgshift.log_{id}");
-                    if let Ok(row) = client.query_one(&sql, &[]).await {
-                        samples.push((at, row.get::<_, i64>(0)));
-                    }
-                }
-            }
-            samples
-        });
-        Ok(BacklogSampler { stop, task })
-    }
+impl Probe for Backlog {
+    type Sample = (f64, i64);
 
-    async fn finish(self) -> Vec<(f64, i64)> {
-        let _ = self.stop.send(true);
-        self.task.await.unwrap_or_default()
+    async fn take(&mut self, client: &Client) -> Option<(f64, i64)> {
+        if self.run.is_none() {
+            self.run = client
+                .query_opt(
+                    "SELECT id FROM pgshift.runs WHERE source_name = 'events' \
+                       AND phase NOT IN ('done', 'aborted', 'failed') \
+                     ORDER BY id DESC LIMIT 1",
+                    &[],
+                )
+                .await
+                .ok()
+                .flatten()
+                .map(|row| row.get(0));
+        }
+        let id = self.run?;
+        let at = self.t0.elapsed().as_secs_f64();
+        let sql = format!("SELECT count(*) FROM pgshift.log_{id}");
+        let row = client.query_one(&sql, &[]).await.ok()?;
+        Some((at, row.get::<_, i64>(0)))
     }
 }
 
@@ -472,6 +480,15 @@ struct ChangeOutcome {
 /// Runs the relay load, the change after `before_s` seconds, `after_s`
 /// seconds more, then the oracle.
 async fn change_under_load(bench: &mut Bench, plan: &Plan<'_>) -> BenchResult<RelayRun> {
+    change_under_load_at(bench, plan).await.map(|(run, _)| run)
+}
+
+/// [`change_under_load`], with the instant the load started (the origin of the
+/// run's seconds).
+pub(super) async fn change_under_load_at(
+    bench: &mut Bench,
+    plan: &Plan<'_>,
+) -> BenchResult<(RelayRun, Instant)> {
     let conninfo = bench.conninfo(plan.db);
     let mut config = LoadConfig::new(&conninfo, Duration::from_secs(24 * 3600));
     config.writers = plan.writers;
@@ -561,13 +578,16 @@ async fn change_under_load(bench: &mut Bench, plan: &Plan<'_>) -> BenchResult<Re
             });
         }
     }
-    Ok(relay_run(
-        plan,
-        &report,
-        at(started),
-        at(ended),
-        outcome,
-        oracle_figures,
+    Ok((
+        relay_run(
+            plan,
+            &report,
+            at(started),
+            at(ended),
+            outcome,
+            oracle_figures,
+        ),
+        t0,
     ))
 }
 
@@ -605,7 +625,12 @@ async fn pgshift_change(
     limits: ThrottleLimits,
 ) -> BenchResult<ChangeOutcome> {
     let at = |i: Instant| i.saturating_duration_since(t0).as_secs_f64();
-    let sampler = BacklogSampler::start(conninfo, t0).await?;
+    let sampler = Sampler::start(
+        conninfo,
+        "SET statement_timeout = '5s'; SET lock_timeout = '1s'",
+        Backlog { t0, run: None },
+    )
+    .await?;
     let marks = Arc::new(Mutex::new(Vec::new()));
     let mut clock = PhaseClock {
         marks: marks.clone(),

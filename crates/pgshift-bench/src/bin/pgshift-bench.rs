@@ -98,7 +98,7 @@ struct RunArgs {
     /// Seconds of each P5 throughput measurement [default: 10; quick: 3].
     #[arg(long)]
     p5_seconds: Option<u64>,
-    /// Only these scenarios, comma-separated (P1,P2,P3,P5,P6,P7; P4 comes with P3).
+    /// Only these scenarios, comma-separated (P1,P2,P3,P5,P6,P7,P8; P4 comes with P3).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// PostgreSQL's bin directory [default: PGSHIFT_PG_BIN, pg_config, /usr/lib/postgresql/*/bin].

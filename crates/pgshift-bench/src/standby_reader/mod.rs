@@ -25,6 +25,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use serde::Serialize;
+use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, NoTls, Statement};
 
 pub use check::{check, ReaderVerdict};
@@ -42,6 +43,9 @@ pub struct ReaderConfig {
     pub table: TableRef,
     /// Only rows with `created_at <= fence` are read.
     pub fence: SystemTime,
+    /// And, when set, only rows with `created_at > since` (a window of the newest
+    /// fenced rows, so that a pass of a large table stays short).
+    pub since: Option<SystemTime>,
     /// Rows per page.
     pub page_size: i64,
     /// The wait between two pages.
@@ -60,6 +64,7 @@ impl ReaderConfig {
             conninfo: conninfo.into(),
             table,
             fence,
+            since: None,
             page_size: 100,
             pause: Duration::from_millis(10),
             hold: None,
@@ -280,22 +285,21 @@ impl Worker {
         let limit = self.config.page_size;
         let fence = self.config.fence;
         let hold = self.config.hold.map_or(0.0, |h| h.as_secs_f64());
-        let query = async {
-            match cursor {
-                None => {
-                    session
-                        .client
-                        .query(&session.first, &[&fence, &limit, &hold])
-                        .await
-                }
-                Some((at, id)) => {
-                    session
-                        .client
-                        .query(&session.next, &[&fence, &limit, &hold, at, id])
-                        .await
-                }
-            }
+        let since = self.config.since;
+        let mut params: Vec<&(dyn ToSql + Sync)> = vec![&fence, &limit, &hold];
+        if let Some(since) = since.as_ref() {
+            params.push(since);
+        }
+        if let Some((at, id)) = cursor {
+            params.push(at);
+            params.push(id);
+        }
+        let statement = if cursor.is_some() {
+            &session.next
+        } else {
+            &session.first
         };
+        let query = session.client.query(statement, &params);
         let rows = match tokio::time::timeout(self.config.page_timeout, query).await {
             Ok(Ok(rows)) => rows,
             Ok(Err(error)) => {
@@ -383,18 +387,26 @@ impl From<&tokio_postgres::Error> for ClientError {
     }
 }
 
-/// The page query: `$1` the fence, `$2` the page size, `$3` the hold in seconds, and
-/// after the first page `$4`/`$5` the last key read.
-fn page_sql(table: &TableRef, after_cursor: bool) -> String {
-    let after = if after_cursor {
-        " AND (t.created_at, t.id) > ($4::pg_catalog.timestamptz, $5)"
-    } else {
-        ""
-    };
+/// The page query: `$1` the fence, `$2` the page size, `$3` the hold in seconds, then
+/// the window's lower bound when there is one, and after the first page the last key
+/// read.
+fn page_sql(table: &TableRef, windowed: bool, after_cursor: bool) -> String {
+    let mut next = 4;
+    let mut bounds = String::new();
+    if windowed {
+        bounds.push_str(" AND t.created_at > $4::pg_catalog.timestamptz");
+        next = 5;
+    }
+    if after_cursor {
+        bounds.push_str(&format!(
+            " AND (t.created_at, t.id) > (${next}::pg_catalog.timestamptz, ${})",
+            next + 1
+        ));
+    }
     format!(
         "SELECT p.created_at, p.id, p.relation FROM ( \
            SELECT t.created_at, t.id, t.tableoid::pg_catalog.oid AS relation FROM {table} t \
-            WHERE t.created_at <= $1::pg_catalog.timestamptz{after} \
+            WHERE t.created_at <= $1::pg_catalog.timestamptz{bounds} \
             ORDER BY t.created_at, t.id LIMIT $2::pg_catalog.int8) p \
          CROSS JOIN (SELECT pg_catalog.pg_sleep($3::pg_catalog.float8)) h \
          ORDER BY p.created_at, p.id"
@@ -413,8 +425,13 @@ async fn connect(config: &ReaderConfig) -> Result<Session, ClientError> {
                 bound.as_millis()
             ))
             .await?;
-        let first = client.prepare(&page_sql(&config.table, false)).await?;
-        let next = client.prepare(&page_sql(&config.table, true)).await?;
+        let windowed = config.since.is_some();
+        let first = client
+            .prepare(&page_sql(&config.table, windowed, false))
+            .await?;
+        let next = client
+            .prepare(&page_sql(&config.table, windowed, true))
+            .await?;
         Ok::<_, tokio_postgres::Error>(Session {
             client,
             first,
@@ -439,11 +456,24 @@ pub async fn fenced_keys(
     table: &TableRef,
     fence: SystemTime,
 ) -> Result<Vec<RowKey>, tokio_postgres::Error> {
+    fenced_keys_since(client, table, None, fence).await
+}
+
+/// [`fenced_keys`] of a window: only the keys after `since` too, when it is set (what
+/// a reader with [`ReaderConfig::since`] should read).
+pub async fn fenced_keys_since(
+    client: &Client,
+    table: &TableRef,
+    since: Option<SystemTime>,
+    fence: SystemTime,
+) -> Result<Vec<RowKey>, tokio_postgres::Error> {
     let sql = format!(
         "SELECT t.created_at, t.id FROM {table} t \
-          WHERE t.created_at <= $1::pg_catalog.timestamptz ORDER BY t.created_at, t.id"
+          WHERE t.created_at <= $1::pg_catalog.timestamptz \
+            AND ($2::pg_catalog.timestamptz IS NULL OR t.created_at > $2::pg_catalog.timestamptz) \
+          ORDER BY t.created_at, t.id"
     );
-    let rows = client.query(&sql, &[&fence]).await?;
+    let rows = client.query(&sql, &[&fence, &since]).await?;
     rows.iter()
         .map(|row| {
             let created_at: SystemTime = row.try_get(0)?;

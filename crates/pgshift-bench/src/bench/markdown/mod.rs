@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 mod p1;
+mod p8;
 mod throttle;
 
 use super::results::{BenchResults, EngineRun, RelayRun, TargetResult};
@@ -367,6 +368,7 @@ pub fn render(results: &BenchResults, chart_prefix: &str) -> String {
             run.chart
         );
     }
+    p8::render(&mut out, results.p8.as_ref(), chart_prefix);
     if !results.failures.is_empty() {
         section(&mut out, "Scenarios that did not run to the end");
         for failure in &results.failures {

@@ -73,7 +73,7 @@ fn slowdown(p3: &P3, run: &RelayRun) -> String {
 }
 
 /// `3.5 s in 2 spans`, or `none`.
-fn spans_text(seconds: f64, spans: usize) -> String {
+pub(super) fn spans_text(seconds: f64, spans: usize) -> String {
     match spans {
         0 => "none".to_owned(),
         1 => format!("{} in 1 span", secs(seconds * 1000.0)),

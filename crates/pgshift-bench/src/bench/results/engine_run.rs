@@ -21,6 +21,10 @@ pub struct EngineRun {
     pub backlog_max: i64,
     /// Peak RSS of the engine process (`VmHWM`), KiB, when it ran in a child.
     pub vm_hwm_kib: Option<u64>,
+    /// The standbys at the swap, as the engine reported them (none without one;
+    /// absent in results written before).
+    #[serde(default)]
+    pub standbys: Vec<super::StandbyLag>,
 }
 
 impl EngineRun {

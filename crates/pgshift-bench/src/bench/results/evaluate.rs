@@ -37,7 +37,7 @@ pub type Judge = fn(&BenchResults) -> Vec<TargetResult>;
 
 /// Every scenario's targets, in the order of the table (a scenario adds its
 /// function here).
-pub const JUDGES: &[Judge] = &[p1, p2, p3, p4, p5, p6, p7];
+pub const JUDGES: &[Judge] = &[p1, p2, p3, p4, p5, p6, p7, p8];
 
 /// The targets, judged from the figures.
 pub fn evaluate(results: &BenchResults) -> Vec<TargetResult> {
@@ -205,6 +205,41 @@ fn p7(results: &BenchResults) -> Vec<TargetResult> {
     )]
 }
 
+/// P8's targets are the issue's (targets.md has none for P8): the replica reader
+/// skips no row, repeats none, and has no query cancelled, over every run. The
+/// replay lag figures are reported, with no target. A run whose reader completed no
+/// pass has checked nothing: not measured, not met.
+fn p8(results: &BenchResults) -> Vec<TargetResult> {
+    let p8 = results.p8.as_ref();
+    let reader = |f: fn(&super::ReaderFigures) -> u64| p8.and_then(|p| p.checked_sum(f));
+    vec![
+        TargetResult::new(
+            "P8 skips",
+            "fenced rows a replica reader's pass skipped, every run (issue 12's target)",
+            reader(|r| r.skipped),
+            "",
+            Direction::AtMost,
+            0.0,
+        ),
+        TargetResult::new(
+            "P8 repeats",
+            "rows a replica reader's pass read twice or out of order, or that are not fenced, every run (issue 12's target)",
+            reader(|r| r.repeated + r.out_of_order + r.unexpected),
+            "",
+            Direction::AtMost,
+            0.0,
+        ),
+        TargetResult::new(
+            "P8 cancelled",
+            "replica reader queries cancelled by a conflict with recovery, every run (issue 12's target)",
+            reader(|r| r.cancelled),
+            "",
+            Direction::AtMost,
+            0.0,
+        ),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::sample::sample;
@@ -242,6 +277,55 @@ mod tests {
         assert_eq!(by_id("P6 peak").met, Some(true));
         let p7 = by_id("P7");
         assert_eq!((p7.met, p7.value_text().as_str()), (Some(true), "yes"));
+    }
+
+    fn p8_targets(results: &BenchResults) -> Vec<(String, Option<bool>)> {
+        evaluate(results)
+            .into_iter()
+            .filter(|t| t.id.starts_with("P8"))
+            .map(|t| (t.id, t.met))
+            .collect()
+    }
+
+    #[test]
+    fn a_clean_replica_reader_meets_p8() {
+        let met = p8_targets(&sample());
+        assert_eq!(met.len(), 3, "{met:?}");
+        assert!(met.iter().all(|(_, m)| *m == Some(true)), "{met:?}");
+    }
+
+    #[test]
+    fn a_skip_a_repeat_or_a_cancelled_query_fails_p8() {
+        type Spoil = fn(&mut super::super::ReaderFigures);
+        let cases: [(&str, Spoil); 5] = [
+            ("P8 skips", |r| r.skipped = 1),
+            ("P8 repeats", |r| r.repeated = 1),
+            ("P8 repeats", |r| r.out_of_order = 1),
+            ("P8 repeats", |r| r.unexpected = 1),
+            ("P8 cancelled", |r| r.cancelled = 1),
+        ];
+        for (id, spoil) in cases {
+            let mut results = sample();
+            // The run with the throttle off: a bad second run fails P8 too.
+            spoil(&mut results.p8.as_mut().expect("p8").runs[1].reader);
+            for (target, met) in p8_targets(&results) {
+                let expected = if target == id {
+                    Some(false)
+                } else {
+                    Some(true)
+                };
+                assert_eq!(met, expected, "{id}: {target}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_reader_that_finished_no_pass_has_not_measured_p8() {
+        let mut results = sample();
+        results.p8.as_mut().expect("p8").runs[0].reader.passes = 0;
+        assert!(p8_targets(&results).iter().all(|(_, met)| met.is_none()));
+        results.p8 = None;
+        assert!(p8_targets(&results).iter().all(|(_, met)| met.is_none()));
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //! * this module: the run as a whole (machine, server, sizes, settings);
 //! * [`engine_run`]: a pgshift run as the benchmark saw it;
 //! * [`tables`]: P1, P2 and P6 (plain tables); [`relay`]: P3, P4 and P7 (the
-//!   relay under load); [`throttle`]: the throttle's decisions during a run;
+//!   relay under load); [`replica`]: P8 (a streaming replica, its replay lag
+//!   and a reader on it); [`throttle`]: the throttle's decisions during a run;
 //!   [`capture`]: P5;
 //! * [`targets`]: a target's verdict and its words; [`evaluate`]: the targets
 //!   judged from the figures.
@@ -18,6 +19,7 @@ pub mod capture;
 pub mod engine_run;
 pub mod evaluate;
 pub mod relay;
+pub mod replica;
 pub mod tables;
 pub mod targets;
 pub mod throttle;
@@ -29,6 +31,7 @@ pub use capture::{P5Round, Throughput, P5};
 pub use engine_run::EngineRun;
 pub use evaluate::{evaluate, limits};
 pub use relay::{LoadFigures, LockHold, OracleFigures, PhaseBacklog, RelayRun, P3, P4, P7};
+pub use replica::{LagSample, ReaderFigures, ReplicaRun, StandbyConflicts, StandbyLag, P8};
 pub use tables::{RssSample, P1, P2, P6};
 pub use targets::{with_unit, Direction, TargetResult};
 pub use throttle::{ThrottleFigures, ThrottleSpan};
@@ -81,6 +84,9 @@ pub struct BenchResults {
     pub p6: Option<P6>,
     /// P7, when measured.
     pub p7: Option<P7>,
+    /// P8, when measured (absent in results written before it).
+    #[serde(default)]
+    pub p8: Option<P8>,
     /// Scenarios that failed or were skipped, with why.
     pub failures: Vec<Failure>,
     /// Each target: the figure, the target, met or not, the gap.
@@ -172,7 +178,7 @@ pub struct EngineSettings {
 /// A scenario that did not produce figures.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Failure {
-    /// `P1` … `P7`.
+    /// `P1` … `P8`.
     pub scenario: String,
     /// Why.
     pub error: String,
@@ -204,6 +210,7 @@ mod tests {
             "p5",
             "p6",
             "p7",
+            "p8",
             "failures",
             "targets",
             "notes",

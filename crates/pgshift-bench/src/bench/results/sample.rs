@@ -59,6 +59,7 @@ pub(crate) fn relay_run(label: &str) -> RelayRun {
             drained: Some(12),
             backlog_max: 150,
             vm_hwm_kib: None,
+            standbys: Vec::new(),
         }),
         backlog: vec![(11.0, 10), (12.0, 30)],
         series: Vec::new(),
@@ -102,6 +103,56 @@ pub(crate) fn throttled_run(
     run
 }
 
+/// A clean P8 run: a reader that read every pass exactly, through the swap.
+pub(crate) fn replica_run(label: &str, chart: &str) -> ReplicaRun {
+    let mut run = relay_run(label);
+    run.phases.push(PhaseMark::new("cutover", 28.0, 28.2));
+    if let Some(engine) = run.engine.as_mut() {
+        engine.standbys = vec![StandbyLag {
+            name: "walreceiver".to_owned(),
+            lag_before_ms: Some(12),
+            behind_at_swap_bytes: Some(4_096),
+            replayed_swap_after_ms: Some(3),
+        }];
+    }
+    let at_swap = run
+        .engine
+        .as_ref()
+        .and_then(|e| e.standbys.first().cloned());
+    ReplicaRun {
+        lag: vec![
+            LagSample {
+                at_s: 12.0,
+                bytes: 2_000_000,
+                replay_lag_ms: Some(150.0),
+            },
+            LagSample {
+                at_s: 28.1,
+                bytes: 8_192,
+                replay_lag_ms: Some(2.0),
+            },
+        ],
+        max_lag_bytes: 2_000_000,
+        max_lag_ms: Some(150.0),
+        at_swap,
+        reader: ReaderFigures {
+            page_size: 100,
+            fenced_rows_before: 16_000,
+            fenced_rows_after: 16_000,
+            passes: 6,
+            passes_through_swap: 1,
+            pages: 980,
+            rows: 97_000,
+            max_page_ms: 12.5,
+            ..ReaderFigures::default()
+        },
+        conflicts: StandbyConflicts::default(),
+        wall_s: 40.0,
+        lag_chart: chart.to_owned(),
+        run,
+    }
+}
+
 /// A complete result with plausible figures.
 pub(crate) fn sample() -> BenchResults {
     let engine = EngineRun {
@@ -116,6 +167,7 @@ pub(crate) fn sample() -> BenchResults {
         drained: Some(0),
         backlog_max: 0,
         vm_hwm_kib: Some(20_000),
+        standbys: Vec::new(),
     };
     let mut results = BenchResults {
         schema_version: SCHEMA_VERSION,
@@ -291,6 +343,15 @@ pub(crate) fn sample() -> BenchResults {
                 slope_per_s: Some(120.0),
             }],
             backlog_chart: "p7-backlog.svg".to_owned(),
+        }),
+        p8: Some(P8 {
+            statement: "ALTER TABLE events …".to_owned(),
+            standby_version: "15.18".to_owned(),
+            max_standby_streaming_delay: "30s".to_owned(),
+            runs: vec![
+                replica_run("P8 default throttle", "p8-lag-throttled.svg"),
+                replica_run("P8 throttle off", "p8-lag-unthrottled.svg"),
+            ],
         }),
         failures: Vec::new(),
         targets: Vec::new(),

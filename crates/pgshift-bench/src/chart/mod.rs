@@ -1,7 +1,8 @@
 //! SVG charts of a load run: writer latency (p50, p99 and max per second, on
 //! a log scale) above writer throughput (acknowledged writes, and the slots the
 //! schedule had to skip because every writer was waiting), with the phases of
-//! a schema change drawn as bands; and a change-log backlog over time.
+//! a schema change drawn as bands; and sampled series over time (a change-log
+//! backlog, a replica's replay lag: [`samples`]).
 //!
 //! The charts are plain SVG written by `plotters` without its TrueType
 //! support: the text is laid out by whatever displays the file, so nothing
@@ -31,10 +32,13 @@ use serde::{Deserialize, Serialize};
 use crate::stats::{write_series, SecondPoint};
 use crate::timeline::Timeline;
 
+mod samples;
+
+pub use samples::{format_bytes, write_backlog_chart, write_lag_chart};
+
 /// The size of the charts, in pixels.
 const WIDTH: u32 = 1100;
 const LATENCY_HEIGHT: u32 = 720;
-const BACKLOG_HEIGHT: u32 = 420;
 /// The width of the legend, right of each plot: outside the plot, so that it never
 /// hides the data (the cutover's spike is at the right, where a legend in the plot
 /// would sit).
@@ -252,6 +256,7 @@ fn draw_throttle_spans<DB: DrawingBackend>(
     spans: &[ThrottleMark],
     y_low: f64,
     y_high: f64,
+    strip_low: f64,
 ) -> io::Result<Legend> {
     let colour = |paused: bool| {
         if paused {
@@ -268,12 +273,9 @@ fn draw_throttle_spans<DB: DrawingBackend>(
                     [(span.start_s, y_low), (end, y_high)],
                     colour(span.paused).mix(0.22).filled(),
                 ),
-                // The strip: the top sixth of the log axis.
+                // The strip: the top of the plot, from `strip_low`.
                 Rectangle::new(
-                    [
-                        (span.start_s, y_high / (y_high / y_low).powf(1.0 / 6.0)),
-                        (end, y_high),
-                    ],
+                    [(span.start_s, strip_low), (end, y_high)],
                     colour(span.paused).mix(0.8).filled(),
                 ),
             ])
@@ -364,7 +366,11 @@ fn draw_latency<DB: DrawingBackend>(
         .draw()
         .map_err(chart_error)?;
     let mut legend = draw_phase_bands(&mut chart, phases, y_low, y_high)?;
-    legend.extend(draw_throttle_spans(&mut chart, throttle, y_low, y_high)?);
+    // The strip: the top sixth of the log axis.
+    let strip_low = y_high / (y_high / y_low).powf(1.0 / 6.0);
+    legend.extend(draw_throttle_spans(
+        &mut chart, throttle, y_low, y_high, strip_low,
+    )?);
     let lines: [Line; 3] = [
         ("p50", RGBColor(30, 90, 200), |p| p.p50_us as f64 / 1000.0),
         ("p99", RGBColor(240, 140, 0), |p| p.p99_us as f64 / 1000.0),
@@ -439,74 +445,6 @@ fn draw_throughput<DB: DrawingBackend>(
         legend.push((label.to_owned(), Glyph::Line(colour)));
     }
     Ok(legend)
-}
-
-/// Draws change-log backlogs (entries over seconds) into an SVG file at
-/// `path`, with `phases` (of the first line's run) marked.
-pub fn write_backlog_chart(
-    path: &Path,
-    title: &str,
-    lines: &[BacklogLine],
-    phases: &[PhaseMark],
-) -> io::Result<()> {
-    let root = SVGBackend::new(path, (WIDTH, BACKLOG_HEIGHT)).into_drawing_area();
-    root.fill(&WHITE).map_err(chart_error)?;
-    let root = root
-        .titled(title, ("sans-serif", 20).into_font())
-        .map_err(chart_error)?;
-    let x_max = lines
-        .iter()
-        .flat_map(|l| l.samples.iter().map(|s| s.0))
-        .fold(x_extent(0.0, phases), f64::max);
-    // From a little before the first phase or sample: the load before a
-    // change has no backlog to show.
-    let x_min = lines
-        .iter()
-        .flat_map(|l| l.samples.iter().map(|s| s.0))
-        .chain(phases.iter().map(|p| p.start_s))
-        .fold(f64::INFINITY, f64::min);
-    let x_min = if x_min.is_finite() {
-        (x_min - 2.0).max(0.0).floor().min(x_max - 1.0).max(0.0)
-    } else {
-        0.0
-    };
-    let y_max = lines
-        .iter()
-        .flat_map(|l| l.samples.iter().map(|s| s.1 as f64))
-        .fold(10.0, f64::max)
-        * 1.2;
-    let (plot, legend_strip) = with_legend_strip(&root);
-    let mut chart = ChartBuilder::on(&plot)
-        .margin(12)
-        .x_label_area_size(36)
-        .y_label_area_size(70)
-        .build_cartesian_2d(x_min..x_max, 0.0..y_max)
-        .map_err(chart_error)?;
-    chart
-        .configure_mesh()
-        .x_desc("seconds since the load started")
-        .y_desc("change-log entries waiting")
-        .x_label_formatter(&|v| format_seconds(*v, x_max - x_min))
-        .y_label_formatter(&|v| format!("{v:.0}"))
-        .light_line_style(WHITE.mix(0.0))
-        .draw()
-        .map_err(chart_error)?;
-    let mut legend = draw_phase_bands(&mut chart, phases, 0.0, y_max)?;
-    let colours = [
-        RGBColor(30, 90, 200),
-        RGBColor(200, 30, 30),
-        RGBColor(40, 150, 60),
-    ];
-    for (i, line) in lines.iter().enumerate() {
-        let colour = colours[i % colours.len()];
-        let points: Vec<(f64, f64)> = line.samples.iter().map(|(t, b)| (*t, *b as f64)).collect();
-        chart
-            .draw_series(LineSeries::new(points, colour.stroke_width(2)))
-            .map_err(chart_error)?;
-        legend.push((line.label.clone(), Glyph::Line(colour)));
-    }
-    draw_legend(&legend_strip, &legend, LEGEND_TOP)?;
-    root.present().map_err(chart_error)
 }
 
 /// A latency axis label: `0.1`, `2`, `1.5 s`.
