@@ -8,11 +8,14 @@
 //! until every signal is back under [`RESUME_BELOW`] of its limit, so that it does not
 //! flap at the limit.
 //!
-//! The writer slowdown is a ratio to a baseline, 1.0 when nothing changed: its share of
+//! The writer slowdown is a ratio to a baseline (at least
+//! [`SLOWDOWN_FLOOR_MS`]), 1.0 when nothing changed: its share of
 //! its limit is how far it is over 1 against how far the limit is (a limit of 2.0× is
 //! half reached at 1.5×). A baseline that was not measured is a signal not read.
 
 use serde::{Deserialize, Serialize};
+
+use super::signals::SLOWDOWN_FLOOR_MS;
 
 /// The limits a user sets (`--max-replica-lag`, `--max-writer-p99`,
 /// `--max-writer-slowdown`, `--max-wal-rate`); `None` turns a signal off: it is still
@@ -76,7 +79,7 @@ pub struct Readings {
 }
 
 /// The writer slowdown as read: the probe's recent 90th percentile over the same
-/// percentile of its baseline.
+/// percentile of its baseline, a baseline under [`SLOWDOWN_FLOOR_MS`] counted as that.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Slowdown {
     /// Recent over baseline (1.0: no slower).
@@ -161,6 +164,9 @@ impl Scale {
     fn text(self, what: &str, value: f64, limit: f64) -> String {
         match self {
             Scale::Absolute(unit) => format!("{what} {value:.0} {unit} (limit {limit:.0} {unit})"),
+            Scale::OverBaseline(baseline_ms) if baseline_ms < SLOWDOWN_FLOOR_MS => format!(
+                "{what} {value:.1}× over the baseline {baseline_ms:.2} ms, counted as {SLOWDOWN_FLOOR_MS:.0} ms (limit {limit:.1}×)"
+            ),
             Scale::OverBaseline(baseline_ms) => format!(
                 "{what} {value:.1}× over the baseline {baseline_ms:.2} ms (limit {limit:.1}×)"
             ),
@@ -394,7 +400,7 @@ mod tests {
         assert_eq!(pace, Pace::Paused);
         assert_eq!(
             why,
-            "writer slowdown 2.4× over the baseline 1.10 ms (limit 2.0×)"
+            "writer slowdown 2.4× over the baseline 1.10 ms, counted as 5 ms (limit 2.0×)"
         );
         // Paused at 1.9× (90 % of the way from 1 to 2) until under 80 % of it.
         assert_eq!(decide(&slowed(1.9), &limits, 4, true).0, Pace::Paused);

@@ -30,6 +30,16 @@ pub const BASELINE_PROBES: usize = 20;
 /// The percentile the slowdown compares: robust to a probe or two that a busy machine
 /// delays, where the 99th of twenty probes is the slowest one.
 const SLOWDOWN_QUANTILE: f64 = 0.9;
+/// The least baseline (ms) the slowdown is measured against. On an idle or lightly
+/// loaded server the probe commits in about a millisecond, and the run's own work on
+/// both cores alone takes its 90th percentile to about five (2 cores, 2 M rows,
+/// 2026-12-02): read against the bare baseline, that is a "slowdown" of 3× and more
+/// with no writer there at all, and the default limit held a run without load in
+/// pauses for most of its verification (13.7 s against 5.4 s with the limit off; with
+/// a 2 ms floor still 7.4–13.9 s, with this one 6.2–7.0 s, the baseline's second
+/// included). Below it the signal measures the run competing with itself; an absolute
+/// bound on fast writers' commits is `--max-writer-p99`'s.
+pub const SLOWDOWN_FLOOR_MS: f64 = 5.0;
 /// WAL samples kept (ten minutes at the default interval): a standby behind the oldest
 /// is at least that far behind.
 const WAL_SAMPLES: usize = 1_200;
@@ -118,6 +128,15 @@ impl Baseline {
     }
 }
 
+/// The slowdown of a recent 90th percentile over the baseline's, the baseline counted
+/// as at least [`SLOWDOWN_FLOOR_MS`].
+fn slowdown(recent_ms: f64, baseline_ms: f64) -> Slowdown {
+    Slowdown {
+        ratio: recent_ms / baseline_ms.max(SLOWDOWN_FLOOR_MS),
+        baseline_ms,
+    }
+}
+
 impl Signals {
     /// A reader for run `run`; a probe that takes longer than `probe_timeout` counts
     /// as unreadable.
@@ -157,9 +176,8 @@ impl Signals {
         let writer_p99_ms = self.probe(client).await;
         let writer_slowdown = match &writer_p99_ms {
             Err(e) => Err(e.clone()),
-            Ok(_) => self.baseline.ms().map(|baseline_ms| Slowdown {
-                ratio: percentile(&self.probes, SLOWDOWN_QUANTILE) / baseline_ms,
-                baseline_ms,
+            Ok(_) => self.baseline.ms().map(|baseline_ms| {
+                slowdown(percentile(&self.probes, SLOWDOWN_QUANTILE), baseline_ms)
             }),
         };
         let (standbys, wal_bytes_per_s) = match self.replicas(client).await {
@@ -337,6 +355,24 @@ mod tests {
         // Older than every sample of a young history: not known.
         assert_eq!(signals.unreplayed_age_ms(50.0, 300.0, now), None);
         assert_eq!(signals.wal_rate(now), 200.0 / 3.0);
+    }
+
+    #[test]
+    fn a_baseline_under_the_floor_counts_as_the_floor() {
+        // Idle: 0.84 ms before the work, 2.7 ms with the work on both cores and no
+        // writer at all. Against the bare baseline that read as 3.2× and paused the run.
+        let idle = slowdown(2.7, 0.84);
+        assert!(
+            (idle.ratio - 2.7 / SLOWDOWN_FLOOR_MS).abs() < 1e-9,
+            "{idle:?}"
+        );
+        assert_eq!(
+            idle.baseline_ms, 0.84,
+            "the baseline is reported as measured"
+        );
+        // Over the floor the baseline is the divisor.
+        let loaded = slowdown(18.0, 6.0);
+        assert!((loaded.ratio - 3.0).abs() < 1e-9, "{loaded:?}");
     }
 
     #[test]
