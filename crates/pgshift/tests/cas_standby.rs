@@ -25,6 +25,12 @@ use pgshift_sql::QualifiedName;
 const ROWS: i64 = 5_000;
 const STATEMENT: &str = "ALTER TABLE t ALTER COLUMN v TYPE varchar(100)";
 
+/// One test at a time replays on the standbys: replay is serial on a standby, so one
+/// test's swap held up by its own standby reader (up to a second, then cancelled) or a
+/// second standby's base backup holds up the replay another test's report waits for,
+/// and on PostgreSQL 14 that wait ran out (about one run in three).
+static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// The binary's standby of the shared cluster: replay waits at most a second for a
 /// conflicting query before it cancels it; with `hot_standby_feedback`, so that the
 /// only conflicts its queries meet are lock conflicts (the catalog churn of a run in
@@ -122,6 +128,7 @@ fn assert_nothing_done(db: &str, oid: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn inv_lk_9_a_standby_reader_holds_the_cutover_back_and_it_refuses_with_the_source_intact() {
+    let _turn = TURN.lock().await;
     let db = table_db("standby_reader");
     let standby = standby_spec(replica(), &db);
     // A standby session reading the table, its transaction left open.
@@ -255,6 +262,7 @@ async fn a_standby_url_to_the_primary_itself_is_refused_before_any_work() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_standby_of_another_cluster_is_refused_before_any_work() {
+    let _turn = TURN.lock().await;
     let db = table_db("standby_other");
     // A cluster of its own (its own initdb, so its own system identifier) and its
     // standby: in recovery, but not of this primary.
@@ -316,6 +324,7 @@ impl CasProgress for LateReader {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_standby_query_started_after_the_check_is_reported_cancelled_by_the_swap() {
+    let _turn = TURN.lock().await;
     let db = table_db("standby_race");
     let standby = standby_spec(replica(), &db);
     let conflicts_before = standby_confl_lock(&db);
@@ -358,6 +367,7 @@ async fn a_standby_query_started_after_the_check_is_reported_cancelled_by_the_sw
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn inv_lk_9_a_standby_that_cannot_be_read_at_the_cutover_refuses_the_swap() {
+    let _turn = TURN.lock().await;
     let db = table_db("standby_gone");
     // A standby of its own, stopped while the run waits for its cutover.
     let gone = cluster().add_replica().expect("a second standby");
@@ -411,6 +421,7 @@ async fn inv_lk_9_a_standby_that_cannot_be_read_at_the_cutover_refuses_the_swap(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_run_whose_swap_committed_finishes_without_its_standby_urls() {
+    let _turn = TURN.lock().await;
     // The run stops after its swap committed (its clean-up cannot take a lock held
     // here): no swap lies ahead, so its finish does not need the standbys again.
     let db = table_db("standby_settled");
