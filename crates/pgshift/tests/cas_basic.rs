@@ -48,6 +48,11 @@ async fn inv_co_5_writes_during_a_run_all_reach_the_new_table() {
         Duration::from_millis(3),
     )
     .await;
+    // Both writers are going before the run starts, so that their entries gather in the
+    // change log during the copy (which takes a fifth of a second on an idle machine).
+    while writer.committed() < 20 || updater.committed() < 20 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let report = run(
         &db,
         "items",
