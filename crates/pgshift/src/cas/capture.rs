@@ -222,8 +222,7 @@ pub struct Breach {
 /// Returns every breach found (none: intact).
 pub async fn check(client: &Client, plan: &RunPlan) -> Result<Vec<Breach>, CasError> {
     let names = plan.names();
-    let mut oids: Vec<u32> = vec![plan.source.table.oid];
-    oids.extend(plan.source.partitions.iter().map(|p| p.relation.oid));
+    let oids = plan.source_oids();
     // INV: CO-4 — intact means: on every relation, by OID, the exact trigger the run
     // installed, ALWAYS-enabled, with nothing that could make it skip a row.
     // A function is intact when its body and settings are one of the shapes a run

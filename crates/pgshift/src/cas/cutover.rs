@@ -88,11 +88,7 @@ where
             AttemptEnd::Backlog => catch_up().await?,
         }
         if attempt < budgets.attempts {
-            let exponent = (attempt - 1).min(20);
-            let base = budgets
-                .backoff_initial_ms
-                .saturating_mul(1u64 << exponent)
-                .min(budgets.backoff_max_ms);
+            let base = budgets.backoff_ms(attempt);
             tokio::time::sleep(Duration::from_millis(
                 (base as f64 * jitter.next_unit()) as u64,
             ))
@@ -188,9 +184,7 @@ async fn swap_under_lock(client: &Client, plan: &RunPlan) -> Result<Option<SwapR
             ),
         )));
     }
-    let mut relations = vec![plan.source.table.oid];
-    relations.extend(plan.source.partitions.iter().map(|p| p.relation.oid));
-    let fingerprint = source::fingerprint_of(client, &relations).await?;
+    let fingerprint = source::fingerprint_of(client, &plan.source_oids()).await?;
     if fingerprint != plan.source.fingerprint {
         return Err(CasError::CutoverRefused(Refusal::new(
             RefusalCause::SchemaChanged,
@@ -414,9 +408,7 @@ async fn rename_all(client: &Client, plan: &RunPlan) -> Result<(), CasError> {
     let names = plan.names();
     let schema = plan.source.table.name.schema.clone().unwrap_or_default();
     let carry = &plan.source.carry;
-    let source_oids: Vec<u32> = std::iter::once(plan.source.table.oid)
-        .chain(plan.source.partitions.iter().map(|p| p.relation.oid))
-        .collect();
+    let source_oids = plan.source_oids();
     let mut sql = Vec::new();
     for row in texts(
         client,

@@ -123,21 +123,26 @@ pub struct CutoverBudgets {
 }
 
 impl CutoverBudgets {
+    /// The longest pause after attempt `attempt` (1-based) before the next one, in ms:
+    /// the initial backoff doubled per attempt, at most the largest (the swap's jitter
+    /// only shortens it).
+    pub fn backoff_ms(&self, attempt: u32) -> u64 {
+        let exponent = attempt.saturating_sub(1).min(20);
+        self.backoff_initial_ms
+            .saturating_mul(1u64 << exponent)
+            .min(self.backoff_max_ms)
+    }
+
     /// The longest the swap's lock attempts can take in all: every attempt's
-    /// `lock_timeout` and the longest backoff between attempts (the jitter only
-    /// shortens it). Other waits before the swap are bounded by it too.
+    /// `lock_timeout` and the longest backoff between attempts. Other waits before the
+    /// swap are bounded by it too.
     pub fn total(&self) -> std::time::Duration {
-        let mut ms = self
+        let attempts = self
             .lock_timeout_ms
             .saturating_mul(u64::from(self.attempts));
-        for attempt in 1..self.attempts {
-            let exponent = (attempt - 1).min(20);
-            let backoff = self
-                .backoff_initial_ms
-                .saturating_mul(1u64 << exponent)
-                .min(self.backoff_max_ms);
-            ms = ms.saturating_add(backoff);
-        }
+        let ms = (1..self.attempts).fold(attempts, |ms, attempt| {
+            ms.saturating_add(self.backoff_ms(attempt))
+        });
         std::time::Duration::from_millis(ms)
     }
 }
@@ -239,6 +244,13 @@ impl RunPlan {
     pub fn source_relations(&self) -> Vec<&QualifiedName> {
         let mut out = vec![&self.source.table.name];
         out.extend(self.source.partitions.iter().map(|p| &p.relation.name));
+        out
+    }
+
+    /// The OIDs of the source and its partitions, parent first.
+    pub fn source_oids(&self) -> Vec<u32> {
+        let mut out = vec![self.source.table.oid];
+        out.extend(self.source.partitions.iter().map(|p| p.relation.oid));
         out
     }
 

@@ -248,7 +248,7 @@ pub(super) async fn run_phases(
     let watched = standby_queries::before_swap(
         client,
         standby_urls,
-        &source_oids(plan),
+        &plan.source_oids(),
         &plan.source.table.name.to_string(),
         plan.options.cutover.total(),
     )
@@ -304,15 +304,8 @@ pub(super) fn elapsed_ms(started: Instant) -> u64 {
     u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
-/// The source table and its partitions, by OID.
-fn source_oids(plan: &RunPlan) -> Vec<u32> {
-    let mut oids = vec![plan.source.table.oid];
-    oids.extend(plan.source.partitions.iter().map(|p| p.relation.oid));
-    oids
-}
-
 pub(super) async fn estimate_rows(client: &Client, plan: &RunPlan) -> i64 {
-    let oids = source_oids(plan);
+    let oids = plan.source_oids();
     client
         .query_one(
             // Rows live in leaf tables only (a partitioned parent's reltuples is the
