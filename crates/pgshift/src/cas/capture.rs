@@ -256,24 +256,33 @@ pub async fn check(client: &Client, plan: &RunPlan) -> Result<Vec<Breach>, CasEr
             FENCE_TYPE,
         )],
     };
+    // One round trip for every relation and trigger: this runs under the swap's lock.
+    let trigger_names: Vec<String> = expected.iter().map(|(t, ..)| t.clone()).collect();
+    let rows = client
+        .query(
+            "SELECT t.tgrelid, t.tgname::pg_catalog.text, \
+                    t.tgenabled::pg_catalog.text, t.tgtype, t.tgqual IS NULL, \
+                    pg_catalog.cardinality(t.tgattr::pg_catalog.int2[]) OPERATOR(pg_catalog.=) 0, t.tgnargs, \
+                    t.tgdeferrable, t.tginitdeferred, fn.nspname::pg_catalog.text, f.proname::pg_catalog.text, \
+                    f.prosrc, f.prosecdef, f.proconfig \
+               FROM pg_catalog.pg_trigger t \
+               JOIN pg_catalog.pg_proc f ON f.oid OPERATOR(pg_catalog.=) t.tgfoid \
+               JOIN pg_catalog.pg_namespace fn ON fn.oid OPERATOR(pg_catalog.=) f.pronamespace \
+              WHERE t.tgrelid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[]) \
+                AND t.tgname OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.text[])",
+            &[&oids, &trigger_names],
+        )
+        .await
+        .map_err(|e| CasError::db("checking the capture triggers", e))?;
+    // A trigger's name is unique on its relation: at most one row per pair.
+    let found: std::collections::HashMap<(u32, String), &tokio_postgres::Row> = rows
+        .iter()
+        .map(|r| ((r.get::<_, u32>(0), r.get::<_, String>(1)), r))
+        .collect();
     let mut breaches = Vec::new();
     for oid in &oids {
         for (trigger, function, shapes, tgtype) in &expected {
-            let rows = client
-                .query(
-                    "SELECT t.tgenabled::pg_catalog.text, t.tgtype, t.tgqual IS NULL, \
-                            pg_catalog.cardinality(t.tgattr::pg_catalog.int2[]) OPERATOR(pg_catalog.=) 0, t.tgnargs, \
-                            t.tgdeferrable, t.tginitdeferred, fn.nspname::pg_catalog.text, f.proname::pg_catalog.text, \
-                            f.prosrc, f.prosecdef, f.proconfig \
-                       FROM pg_catalog.pg_trigger t \
-                       JOIN pg_catalog.pg_proc f ON f.oid OPERATOR(pg_catalog.=) t.tgfoid \
-                       JOIN pg_catalog.pg_namespace fn ON fn.oid OPERATOR(pg_catalog.=) f.pronamespace \
-                      WHERE t.tgrelid OPERATOR(pg_catalog.=) $1 AND t.tgname OPERATOR(pg_catalog.=) $2::pg_catalog.text",
-                    &[oid, trigger],
-                )
-                .await
-                .map_err(|e| CasError::db("checking the capture triggers", e))?;
-            let Some(row) = rows.first() else {
+            let Some(row) = found.get(&(*oid, trigger.clone())) else {
                 breaches.push(Breach {
                     relation: *oid,
                     problem: format!("trigger {trigger} is missing"),
@@ -281,33 +290,33 @@ pub async fn check(client: &Client, plan: &RunPlan) -> Result<Vec<Breach>, CasEr
                 continue;
             };
             let mut problems = Vec::new();
-            let enabled: String = row.get(0);
+            let enabled: String = row.get(2);
             if enabled != "A" {
                 problems.push(format!("enabled state is {enabled:?}, not ALWAYS"));
             }
-            if row.get::<_, i16>(1) != *tgtype {
+            if row.get::<_, i16>(3) != *tgtype {
                 problems.push(format!(
                     "events or timing changed (tgtype {})",
-                    row.get::<_, i16>(1)
+                    row.get::<_, i16>(3)
                 ));
             }
-            if !row.get::<_, bool>(2) {
+            if !row.get::<_, bool>(4) {
                 problems.push("it has a WHEN condition".to_owned());
             }
-            if !row.get::<_, bool>(3) {
+            if !row.get::<_, bool>(5) {
                 problems.push("it has a column list".to_owned());
             }
-            if row.get::<_, i16>(4) != 0 {
+            if row.get::<_, i16>(6) != 0 {
                 problems.push("it has arguments".to_owned());
             }
-            if row.get::<_, bool>(5) || row.get::<_, bool>(6) {
+            if row.get::<_, bool>(7) || row.get::<_, bool>(8) {
                 problems.push("it is deferrable".to_owned());
             }
-            let (schema, name): (String, String) = (row.get(7), row.get(8));
+            let (schema, name): (String, String) = (row.get(9), row.get(10));
             if Some(&schema) != function.schema.as_ref() || name != function.name {
                 problems.push(format!("it calls {schema}.{name}, not {function}"));
-            } else if !row.get::<_, bool>(10)
-                || !shapes.contains(&(row.get::<_, String>(9), row.get(11)))
+            } else if !row.get::<_, bool>(12)
+                || !shapes.contains(&(row.get::<_, String>(11), row.get(13)))
             {
                 problems.push(format!("function {function} was replaced"));
             }
