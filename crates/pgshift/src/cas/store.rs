@@ -141,6 +141,17 @@ pub struct RunRecord {
     pub throttle: Option<String>,
 }
 
+impl RunRecord {
+    /// The phase the run goes on from: its phase, or the recorded phase to resume from
+    /// when it failed (the copy when none was recorded).
+    pub fn resume_point(&self) -> Phase {
+        match self.phase {
+            Phase::Failed => self.resume_phase.unwrap_or(Phase::Copying),
+            phase => phase,
+        }
+    }
+}
+
 fn db(what: &'static str) -> impl FnOnce(tokio_postgres::Error) -> CasError {
     move |e| CasError::db(what, e)
 }

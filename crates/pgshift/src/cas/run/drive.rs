@@ -57,10 +57,7 @@ pub(super) async fn drive(
         cleanup: Vec::new(),
         left_behind: Vec::new(),
     };
-    let phase = match record.phase {
-        Phase::Failed => record.resume_phase.unwrap_or(Phase::Copying),
-        phase => phase,
-    };
+    let phase = record.resume_point();
     if matches!(phase, Phase::Done | Phase::Aborted) {
         return Err(CasError::WrongState {
             run: record.id,
@@ -143,10 +140,10 @@ pub(super) async fn drive(
 }
 
 pub(super) async fn current_phase(client: &Client, id: i64) -> Option<Phase> {
-    store::by_id(client, id).await.ok().map(|r| match r.phase {
-        Phase::Failed => r.resume_phase.unwrap_or(Phase::Copying),
-        p => p,
-    })
+    store::by_id(client, id)
+        .await
+        .ok()
+        .map(|r| r.resume_point())
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -329,11 +329,8 @@ async fn resume_locked(
         .ok_or_else(|| CasError::NoSuchRun(format!("active run for {table}")))?;
     // Fail closed: a run started with standby URLs is continued only with them, unless
     // its swap has committed (no swap lies ahead, and only its finish is left).
-    let phase = match record.phase {
-        Phase::Failed => record.resume_phase.unwrap_or(Phase::Copying),
-        phase => phase,
-    };
-    let swapped = phase == Phase::Cutover && cutover::settled(client, &record.plan).await?;
+    let swapped =
+        record.resume_point() == Phase::Cutover && cutover::settled(client, &record.plan).await?;
     if !swapped {
         standby_urls::require_recorded(&record.plan.standbys, standbys)?;
     }

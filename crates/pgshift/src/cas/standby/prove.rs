@@ -54,10 +54,7 @@ pub(crate) async fn open(
     let session = connect(spec, &RUN_SESSION).await.map_err(|e| {
         if cutover {
             // INV: LK-9 — a standby that cannot be read is not swapped past.
-            CasError::CutoverRefused(Refusal::new(
-                RefusalCause::StandbyQueries,
-                format!("standby {endpoint} cannot be read ({e}), so its queries could not be shown clear of the swap's lock; the source is untouched"),
-            ))
+            super::queries::unreadable(&endpoint, "connecting", &e)
         } else {
             CasError::Connect(format!("--standby-url {endpoint}: {e}"))
         }

@@ -89,7 +89,12 @@ pub struct Watched {
     pub standbys: Vec<QueriedStandby>,
 }
 
-fn unreadable(endpoint: &StandbyEndpoint, what: &str, e: &tokio_postgres::Error) -> CasError {
+/// The refusal of a swap past a standby that cannot be read: `what` failed with `e`.
+pub(super) fn unreadable(
+    endpoint: &StandbyEndpoint,
+    what: &str,
+    e: &dyn std::fmt::Display,
+) -> CasError {
     // INV: LK-9 — a standby that cannot be read is not swapped past.
     CasError::CutoverRefused(Refusal::new(
         RefusalCause::StandbyQueries,
