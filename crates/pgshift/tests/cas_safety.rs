@@ -372,6 +372,108 @@ async fn inv_oc_2_a_second_run_on_the_same_table_is_refused_at_once() {
     assert_eq!(artifacts(&db), "");
 }
 
+/// Writes that commit while the swap waits for its lock are in the change log, not
+/// yet applied (the background applier is paused for the swap): the swap drains them
+/// under its lock, more than one of its reads of the log (5,000 entries each) when
+/// there are many.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inv_co_5_writes_committed_while_the_swap_waits_are_drained_under_its_lock() {
+    let db = database("cas_drain_at_swap", SCHEMA);
+    let sum_before: i64 = value(&db, "SELECT sum(qty) FROM items")
+        .parse()
+        .expect("sum");
+    // Two updates of every row and 3,000 inserts: 13,000 entries, three reads.
+    drained_under_the_lock(
+        &db,
+        "UPDATE items SET qty = qty + 1; UPDATE items SET qty = qty + 1; \
+         INSERT INTO items SELECT g, 7, 'late ' || g FROM generate_series(100001, 103000) g",
+        13_000,
+    )
+    .await;
+    assert_eq!(value(&db, "SELECT count(*) FROM items"), "8000");
+    let sum_after: i64 = value(&db, "SELECT sum(qty) FROM items")
+        .parse()
+        .expect("sum");
+    assert_eq!(sum_after, sum_before + 2 * 5_000 + 7 * 3_000);
+}
+
+/// The same with a foreign key of the table to itself, `ON DELETE CASCADE`: its
+/// shadow is written with `session_replication_role = replica` (set and restored
+/// around each batch), or re-applying the chain's first row would delete the rest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inv_co_5_a_self_referencing_table_is_drained_under_the_lock_too() {
+    let schema = format!(
+        "{SCHEMA} ALTER TABLE items ADD COLUMN parent_id bigint REFERENCES items (id) ON DELETE CASCADE; \
+         UPDATE items SET parent_id = id - 1 WHERE id > 1;"
+    );
+    let db = database("cas_drain_self_ref", &schema);
+    // 6,000 inserts, then the chain's first row: it is in the second read.
+    drained_under_the_lock(
+        &db,
+        "INSERT INTO items SELECT g, 7, 'late', NULL FROM generate_series(100001, 106000) g; \
+         UPDATE items SET note = 'moved' WHERE id = 1",
+        6_001,
+    )
+    .await;
+    assert_eq!(value(&db, "SELECT count(*) FROM items"), "11000");
+    assert_eq!(
+        value(
+            &db,
+            "SELECT count(*) FROM items c JOIN items p ON p.id = c.parent_id"
+        ),
+        "4999"
+    );
+    assert_eq!(value(&db, "SELECT note FROM items WHERE id = 1"), "moved");
+    assert_eq!(
+        value(&db, "SELECT confrelid = 'items'::regclass FROM pg_constraint WHERE conname = 'items_parent_id_fkey'"),
+        "t"
+    );
+}
+
+/// Runs [`CHANGE`] with a deferred cutover; once the run is ready, makes `writes` in
+/// a transaction held open until the swap waits for its lock behind it, then commits
+/// them. The swap must drain exactly `entries` under its lock.
+async fn drained_under_the_lock(db: &str, writes: &str, entries: i64) {
+    let mut deferred = options(Mode::Live);
+    deferred.defer_cutover = true;
+    let run_db = db.to_owned();
+    let running =
+        tokio::spawn(async move { run(&run_db, "items", CHANGE, deferred, &mut Silent).await });
+    wait_for_phase(db, "ready").await;
+    let writer = client(db).await;
+    writer
+        .batch_execute(&format!("BEGIN; {writes}"))
+        .await
+        .expect("writes");
+    pgshift::cas::request_cutover(&spec(db), &pgshift_sql::QualifiedName::bare("items"))
+        .await
+        .expect("cutover requested");
+    let watcher = client(db).await;
+    let waiting = "SELECT count(*) FROM pg_catalog.pg_locks WHERE relation = 'items'::regclass \
+                   AND mode = 'AccessExclusiveLock' AND NOT granted";
+    let mut seen = false;
+    for _ in 0..600 {
+        let row = watcher.query_one(waiting, &[]).await.expect("pg_locks");
+        if row.get::<_, i64>(0) > 0 {
+            seen = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(seen, "the swap waited for its lock behind the open writer");
+    writer.batch_execute("COMMIT").await.expect("commit");
+
+    let report = running.await.expect("task").expect("the run completes");
+    assert_eq!(report.phase, "done");
+    let swap = report.swap.expect("swapped");
+    assert_eq!(swap.drained, entries, "{swap:?}");
+    assert_eq!(
+        value(db, "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'items'::regclass AND attname = 'qty'"),
+        "bigint"
+    );
+    assert_eq!(artifacts(db), "");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn inv_lk_5_a_held_lock_makes_the_swap_give_up_within_its_budget() {
     let db = database("cas_lock_budget", SCHEMA);

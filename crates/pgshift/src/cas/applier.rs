@@ -300,86 +300,159 @@ impl Applier {
         super::session::settle(client, "applying changes to the shadow", run.await).await
     }
 
-    /// Applies every entry in the log as landed, in batches, inside the caller's
-    /// transaction (the swap drains the log under its lock). Returns the entries
-    /// applied.
-    pub async fn drain_in_transaction(&self, client: &Client, limit: i64) -> Result<i64, CasError> {
-        let columns = self.statements.key().len();
-        let sql = self.statements.read_log("'L'");
-        let mut total = 0;
-        let mut after: i64 = 0;
-        let role = if self.statements.replica() {
-            let row = client
-                .query_one(
-                    "SELECT pg_catalog.current_setting('session_replication_role'), \
-                            pg_catalog.set_config('session_replication_role', 'replica', true)",
-                    &[],
-                )
-                .await
-                .map_err(|e| CasError::db("draining the change log", e))?;
-            Some(row.get::<_, String>(0))
-        } else {
-            None
-        };
-        let drained = self
-            .drain_batches(client, &sql, columns, limit, &mut after, &mut total)
-            .await;
-        if let Some(role) = role {
-            client
-                .execute(
-                    "SELECT pg_catalog.set_config('session_replication_role', $1, true)",
-                    &[&role],
-                )
-                .await
-                .map_err(|e| CasError::db("draining the change log", e))?;
-        }
-        drained.map(|()| total)
+    /// The statement counting the log's entries (see [`Applier::backlog`]).
+    pub fn backlog_sql(&self) -> String {
+        self.statements.backlog()
     }
 
-    async fn drain_batches(
-        &self,
-        client: &Client,
-        sql: &str,
-        columns: usize,
-        limit: i64,
-        after: &mut i64,
-        total: &mut i64,
-    ) -> Result<(), CasError> {
-        loop {
-            let rows = client
-                .query(sql, &[&*after, &limit])
-                .await
-                .map_err(|e| CasError::db("draining the change log", e))?;
-            if rows.is_empty() {
-                return Ok(());
-            }
-            let mut keys: BTreeSet<KeyValue> = BTreeSet::new();
-            let mut ids: Vec<i64> = Vec::new();
-            for row in &rows {
-                let id: i64 = row.get(0);
-                ids.push(id);
-                *after = (*after).max(id);
-                keys.insert((0..columns).map(|i| row.get::<_, String>(1 + i)).collect());
-            }
-            let arrays: Vec<Vec<String>> = (0..columns)
-                .map(|i| keys.iter().map(|k| k[i].clone()).collect())
-                .collect();
-            let params: Vec<&(dyn ToSql + Sync)> =
-                arrays.iter().map(|a| a as &(dyn ToSql + Sync)).collect();
-            client
-                .execute(&self.statements.delete_keys(), &params)
-                .await
-                .map_err(|e| CasError::db("draining the change log", e))?;
-            client
-                .execute(&self.statements.insert_keys(), &params)
-                .await
-                .map_err(|e| CasError::db("draining the change log", e))?;
-            client
-                .execute(&self.statements.consume(), &[&ids])
-                .await
-                .map_err(|e| CasError::db("draining the change log", e))?;
-            *total += i64::try_from(rows.len()).unwrap_or(i64::MAX);
+    /// Prepares the swap's drain of the log (all at once, in one round trip), before
+    /// the swap takes its lock: under it, each statement is then one round trip or
+    /// less.
+    pub async fn prepare_drain(&self, client: &Client) -> Result<DrainStatements, CasError> {
+        let read = self.statements.read_log("'L'");
+        let delete = self.statements.delete_keys();
+        let insert = self.statements.insert_keys();
+        let consume = self.statements.consume();
+        let (read, delete, insert, consume, role, now) = tokio::try_join!(
+            client.prepare(&read),
+            client.prepare(&delete),
+            client.prepare(&insert),
+            client.prepare(&consume),
+            client.prepare("SELECT pg_catalog.set_config('session_replication_role', $1, true)"),
+            client.query_one(
+                "SELECT pg_catalog.current_setting('session_replication_role')",
+                &[]
+            ),
+        )
+        .map_err(|e| CasError::db("preparing the drain of the change log", e))?;
+        Ok(DrainStatements {
+            read,
+            delete,
+            insert,
+            consume,
+            role,
+            columns: self.statements.key().len(),
+            replica: self.statements.replica(),
+            session_role: now.get(0),
+        })
+    }
+}
+
+/// The swap's drain of the change log, prepared before its lock
+/// ([`Applier::prepare_drain`]): inside the swap's transaction every entry is
+/// applied as landed (the copy is over).
+pub struct DrainStatements {
+    read: Statement,
+    delete: Statement,
+    insert: Statement,
+    consume: Statement,
+    /// `set_config('session_replication_role', $1, true)`.
+    role: Statement,
+    columns: usize,
+    replica: bool,
+    /// The session's `session_replication_role`, set again after the drain.
+    session_role: String,
+}
+
+impl std::fmt::Debug for DrainStatements {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DrainStatements").finish_non_exhaustive()
+    }
+}
+
+/// Entries read from the log by [`DrainStatements::read`], to be applied.
+pub struct Drained {
+    rows: Vec<tokio_postgres::Row>,
+    limit: i64,
+}
+
+impl Drained {
+    /// Whether the read was full: the log may hold more after it.
+    pub fn full(&self) -> bool {
+        i64::try_from(self.rows.len()).unwrap_or(i64::MAX) >= self.limit
+    }
+
+    /// The last entry read (`after` of the next read).
+    pub fn last(&self) -> i64 {
+        self.rows
+            .iter()
+            .map(|r| r.get::<_, i64>(0))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Entries read.
+    pub fn len(&self) -> i64 {
+        i64::try_from(self.rows.len()).unwrap_or(i64::MAX)
+    }
+
+    /// Whether none was read.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+}
+
+impl DrainStatements {
+    /// Reads at most `limit` entries after `after`. The caller holds the swap's lock,
+    /// so no entry is added meanwhile: a read that is not [`Drained::full`] was the
+    /// last.
+    pub async fn read(&self, client: &Client, after: i64, limit: i64) -> Result<Drained, CasError> {
+        let rows = client
+            .query(&self.read, &[&after, &limit])
+            .await
+            .map_err(|e| CasError::db("draining the change log", e))?;
+        Ok(Drained { rows, limit })
+    }
+
+    /// Applies `drained` as landed: deletes its keys from the shadow, inserts the
+    /// source's rows for them and consumes the entries, sent together (one round
+    /// trip; the server runs them in order, and one failing fails those after it).
+    /// With `session_replication_role = replica` around them when the plan applies
+    /// so (and the session's role again after them). Returns the entries applied.
+    pub async fn apply(&self, client: &Client, drained: &Drained) -> Result<i64, CasError> {
+        if drained.is_empty() {
+            return Ok(0);
         }
+        let mut keys: BTreeSet<KeyValue> = BTreeSet::new();
+        let mut ids: Vec<i64> = Vec::new();
+        for row in &drained.rows {
+            ids.push(row.get(0));
+            keys.insert(
+                (0..self.columns)
+                    .map(|i| row.get::<_, String>(1 + i))
+                    .collect(),
+            );
+        }
+        let arrays: Vec<Vec<String>> = (0..self.columns)
+            .map(|i| keys.iter().map(|k| k[i].clone()).collect())
+            .collect();
+        let params: Vec<&(dyn ToSql + Sync)> =
+            arrays.iter().map(|a| a as &(dyn ToSql + Sync)).collect();
+        let failed = |e| CasError::db("draining the change log", e);
+        let consumed: [&(dyn ToSql + Sync); 1] = [&ids];
+        let replica: [&(dyn ToSql + Sync); 1] = [&"replica"];
+        let restore: [&(dyn ToSql + Sync); 1] = [&self.session_role];
+        // `biased`: the futures are first polled, and so sent, in this order.
+        if self.replica {
+            tokio::try_join!(
+                biased;
+                client.execute(&self.role, &replica),
+                client.execute(&self.delete, &params),
+                client.execute(&self.insert, &params),
+                client.execute(&self.consume, &consumed),
+                client.execute(&self.role, &restore),
+            )
+            .map_err(failed)?;
+        } else {
+            tokio::try_join!(
+                biased;
+                client.execute(&self.delete, &params),
+                client.execute(&self.insert, &params),
+                client.execute(&self.consume, &consumed),
+            )
+            .map_err(failed)?;
+        }
+        Ok(drained.len())
     }
 }
 

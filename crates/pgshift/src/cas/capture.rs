@@ -213,6 +213,67 @@ pub struct Breach {
     pub problem: String,
 }
 
+/// The catalog read behind [`check`]: every trigger of `$1` (relation OIDs) named in
+/// `$2`, with its function. One round trip for every relation and trigger name, since
+/// the swap runs it under its lock.
+pub const CHECK_SQL: &str = "SELECT t.tgrelid, t.tgname::pg_catalog.text, \
+        t.tgenabled::pg_catalog.text, t.tgtype, t.tgqual IS NULL, \
+        pg_catalog.cardinality(t.tgattr::pg_catalog.int2[]) OPERATOR(pg_catalog.=) 0, t.tgnargs, \
+        t.tgdeferrable, t.tginitdeferred, fn.nspname::pg_catalog.text, f.proname::pg_catalog.text, \
+        f.prosrc, f.prosecdef, f.proconfig \
+   FROM pg_catalog.pg_trigger t \
+   JOIN pg_catalog.pg_proc f ON f.oid OPERATOR(pg_catalog.=) t.tgfoid \
+   JOIN pg_catalog.pg_namespace fn ON fn.oid OPERATOR(pg_catalog.=) f.pronamespace \
+  WHERE t.tgrelid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[]) \
+    AND t.tgname OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.text[])";
+
+/// One trigger the run installed on every relation: its name, the function it calls,
+/// the shapes that function may have, and its `tgtype`.
+struct Expected {
+    trigger: String,
+    function: pgshift_sql::QualifiedName,
+    shapes: Vec<Shape>,
+    tgtype: i16,
+}
+
+/// The triggers the run's mode installs on every relation.
+fn expected(plan: &RunPlan) -> Vec<Expected> {
+    let names = plan.names();
+    let pinned = Some(vec![PINNED_SEARCH_PATH.to_owned()]);
+    let refuse = vec![(refuse_body(plan), pinned.clone())];
+    match plan.options.mode {
+        Mode::Live => vec![
+            Expected {
+                trigger: names.capture_trigger(),
+                function: names.capture_function(),
+                shapes: vec![
+                    (capture_body(plan), None),
+                    (legacy_capture_body(plan), pinned),
+                ],
+                tgtype: CAPTURE_TYPE,
+            },
+            Expected {
+                trigger: names.truncate_trigger(),
+                function: names.refuse_function(),
+                shapes: refuse,
+                tgtype: TRUNCATE_TYPE,
+            },
+        ],
+        Mode::Quiesced => vec![Expected {
+            trigger: names.fence_trigger(),
+            function: names.refuse_function(),
+            shapes: refuse,
+            tgtype: FENCE_TYPE,
+        }],
+    }
+}
+
+/// [`CHECK_SQL`]'s parameters for `plan`: the relations' OIDs and the trigger names.
+pub fn check_params(plan: &RunPlan) -> (Vec<u32>, Vec<String>) {
+    let names = expected(plan).into_iter().map(|e| e.trigger).collect();
+    (plan.source_oids(), names)
+}
+
 /// Proves the capture (live) or fence (quiesced) intact on the source and on every
 /// partition, by OID: each relation has exactly the expected trigger — named as
 /// planned, calling the run's function, with the planned events and timing,
@@ -221,67 +282,35 @@ pub struct Breach {
 /// is still `SECURITY DEFINER`.
 /// Returns every breach found (none: intact).
 pub async fn check(client: &Client, plan: &RunPlan) -> Result<Vec<Breach>, CasError> {
-    let names = plan.names();
-    let oids = plan.source_oids();
+    let (oids, trigger_names) = check_params(plan);
+    let rows = client
+        .query(CHECK_SQL, &[&oids, &trigger_names])
+        .await
+        .map_err(|e| CasError::db("checking the capture triggers", e))?;
+    Ok(breaches(plan, &rows))
+}
+
+/// The breaches [`CHECK_SQL`]'s rows show (see [`check`]).
+pub fn breaches(plan: &RunPlan, rows: &[tokio_postgres::Row]) -> Vec<Breach> {
     // INV: CO-4 — intact means: on every relation, by OID, the exact trigger the run
     // installed, ALWAYS-enabled, with nothing that could make it skip a row.
     // A function is intact when its body and settings are one of the shapes a run
     // installs, both together (and it is still SECURITY DEFINER).
-    let pinned = Some(vec![PINNED_SEARCH_PATH.to_owned()]);
-    let capture: Vec<Shape> = vec![
-        (capture_body(plan), None),
-        (legacy_capture_body(plan), pinned.clone()),
-    ];
-    let refuse: Vec<Shape> = vec![(refuse_body(plan), pinned)];
-    let expected: Vec<(String, pgshift_sql::QualifiedName, &[Shape], i16)> = match plan.options.mode
-    {
-        Mode::Live => vec![
-            (
-                names.capture_trigger(),
-                names.capture_function(),
-                &capture,
-                CAPTURE_TYPE,
-            ),
-            (
-                names.truncate_trigger(),
-                names.refuse_function(),
-                &refuse,
-                TRUNCATE_TYPE,
-            ),
-        ],
-        Mode::Quiesced => vec![(
-            names.fence_trigger(),
-            names.refuse_function(),
-            &refuse,
-            FENCE_TYPE,
-        )],
-    };
-    // One round trip for every relation and trigger: this runs under the swap's lock.
-    let trigger_names: Vec<String> = expected.iter().map(|(t, ..)| t.clone()).collect();
-    let rows = client
-        .query(
-            "SELECT t.tgrelid, t.tgname::pg_catalog.text, \
-                    t.tgenabled::pg_catalog.text, t.tgtype, t.tgqual IS NULL, \
-                    pg_catalog.cardinality(t.tgattr::pg_catalog.int2[]) OPERATOR(pg_catalog.=) 0, t.tgnargs, \
-                    t.tgdeferrable, t.tginitdeferred, fn.nspname::pg_catalog.text, f.proname::pg_catalog.text, \
-                    f.prosrc, f.prosecdef, f.proconfig \
-               FROM pg_catalog.pg_trigger t \
-               JOIN pg_catalog.pg_proc f ON f.oid OPERATOR(pg_catalog.=) t.tgfoid \
-               JOIN pg_catalog.pg_namespace fn ON fn.oid OPERATOR(pg_catalog.=) f.pronamespace \
-              WHERE t.tgrelid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[]) \
-                AND t.tgname OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.text[])",
-            &[&oids, &trigger_names],
-        )
-        .await
-        .map_err(|e| CasError::db("checking the capture triggers", e))?;
+    let expected = expected(plan);
     // A trigger's name is unique on its relation: at most one row per pair.
     let found: std::collections::HashMap<(u32, String), &tokio_postgres::Row> = rows
         .iter()
         .map(|r| ((r.get::<_, u32>(0), r.get::<_, String>(1)), r))
         .collect();
     let mut breaches = Vec::new();
-    for oid in &oids {
-        for (trigger, function, shapes, tgtype) in &expected {
+    for oid in &plan.source_oids() {
+        for Expected {
+            trigger,
+            function,
+            shapes,
+            tgtype,
+        } in &expected
+        {
             let Some(row) = found.get(&(*oid, trigger.clone())) else {
                 breaches.push(Breach {
                     relation: *oid,
@@ -328,5 +357,5 @@ pub async fn check(client: &Client, plan: &RunPlan) -> Result<Vec<Breach>, CasEr
             }
         }
     }
-    Ok(breaches)
+    breaches
 }

@@ -720,16 +720,9 @@ pub async fn fingerprint_of(client: &Client, relations: &[u32]) -> Result<String
     fingerprint(client, relations).await
 }
 
-/// A digest of the tree's shape (columns, indexes, constraints, triggers, partitions)
-/// and of what the swap carries over (grants, row security, policies, replica
-/// identity, storage parameters of the tables and their TOAST tables, tablespaces,
-/// owner, comments on everything, statistics targets and column options, clustered
-/// indexes, extended statistics, publication membership): anything that changes it
-/// between preflight and the swap makes the swap refuse.
-async fn fingerprint(client: &Client, relations: &[u32]) -> Result<String, CasError> {
-    let row = client
-        .query_one(
-            "SELECT pg_catalog.md5(pg_catalog.concat_ws('|', \
+/// The query behind [`fingerprint_of`], `$1` the relations' OIDs (the table first):
+/// one row, one column, the digest.
+pub const FINGERPRINT_SQL: &str = "SELECT pg_catalog.md5(pg_catalog.concat_ws('|', \
                (SELECT pg_catalog.string_agg(a.attrelid::pg_catalog.text || ':' || a.attname || ':' || a.atttypid::pg_catalog.text || ':' || a.atttypmod::pg_catalog.text || ':' || a.attnotnull::pg_catalog.text, ',' ORDER BY a.attrelid, a.attnum) \
                   FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[]) AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped), \
                (SELECT pg_catalog.string_agg(i.indexrelid::pg_catalog.text, ',' ORDER BY i.indexrelid) FROM pg_catalog.pg_index i WHERE i.indrelid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[])), \
@@ -758,9 +751,17 @@ async fn fingerprint(client: &Client, relations: &[u32]) -> Result<String, CasEr
                (SELECT pg_catalog.string_agg(pg_catalog.concat_ws(':', st.oid, st.stxname, st.stxstattarget, pg_catalog.obj_description(st.oid, 'pg_statistic_ext')), ',' ORDER BY st.oid) \
                   FROM pg_catalog.pg_statistic_ext st WHERE st.stxrelid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[])), \
                (SELECT pg_catalog.string_agg(pg_catalog.concat_ws(':', pr.prrelid, pr.prpubid), ',' ORDER BY pr.prrelid, pr.prpubid) \
-                  FROM pg_catalog.pg_publication_rel pr WHERE pr.prrelid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[]))))",
-            &[&relations.to_vec()],
-        )
+                  FROM pg_catalog.pg_publication_rel pr WHERE pr.prrelid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[]))))";
+
+/// A digest of the tree's shape (columns, indexes, constraints, triggers, partitions)
+/// and of what the swap carries over (grants, row security, policies, replica
+/// identity, storage parameters of the tables and their TOAST tables, tablespaces,
+/// owner, comments on everything, statistics targets and column options, clustered
+/// indexes, extended statistics, publication membership): anything that changes it
+/// between preflight and the swap makes the swap refuse.
+async fn fingerprint(client: &Client, relations: &[u32]) -> Result<String, CasError> {
+    let row = client
+        .query_one(FINGERPRINT_SQL, &[&relations.to_vec()])
         .await
         .map_err(db("fingerprinting the table"))?;
     Ok(row.get(0))
