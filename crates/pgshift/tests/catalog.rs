@@ -37,20 +37,25 @@ fn relay(name: &str) -> PathBuf {
 /// The shared relay database, loaded once per test binary.
 fn relay_db() -> &'static str {
     static DB: OnceLock<String> = OnceLock::new();
-    DB.get_or_init(|| {
-        let cluster = shared_cluster().expect("shared cluster");
-        let db = cluster.fresh_database("catalog_relay").expect("database");
-        for file in [
-            relay("schema.sql"),
-            data("seed_small.sql"),
-            data("extras.sql"),
-        ] {
-            if let Err(error) = cluster.psql_file(&db, &file) {
-                panic!("loading {}: {error}", file.display());
-            }
+    DB.get_or_init(|| new_relay_db("catalog_relay"))
+}
+
+/// A database of its own with the relay schema, for a test that compares live facts
+/// (locks held elsewhere): on the shared one, other tests' reads take short locks of
+/// their own (a size function opens the relation and its TOAST table).
+fn new_relay_db(prefix: &str) -> String {
+    let cluster = shared_cluster().expect("shared cluster");
+    let db = cluster.fresh_database(prefix).expect("database");
+    for file in [
+        relay("schema.sql"),
+        data("seed_small.sql"),
+        data("extras.sql"),
+    ] {
+        if let Err(error) = cluster.psql_file(&db, &file) {
+            panic!("loading {}: {error}", file.display());
         }
-        db
-    })
+    }
+    db
 }
 
 /// A database of the test's own, with `sql` run in it.
@@ -1021,7 +1026,7 @@ async fn a_temporary_table_shadows_the_path() {
 // INV: SE-1 — a hostile schema first in the search path changes no fact pgshift reads.
 #[tokio::test]
 async fn inv_se_1_hostile_schema_cannot_shadow_catalog_reads() {
-    let db = relay_db();
+    let db = &new_relay_db("catalog_hostile");
     let names = [
         bare("events"),
         bare("events_2026_09"),
