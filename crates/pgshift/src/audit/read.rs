@@ -72,17 +72,7 @@ SELECT DISTINCT CASE WHEN a.grantee OPERATOR(pg_catalog.=) '0'::pg_catalog.oid T
 /// touched); the read commits its own transaction, or rolls it back on error.
 // INV: SE-1 — every catalog object here is schema-qualified; no user text reaches SQL.
 pub async fn read(client: &Client) -> Result<AuditFacts, CatalogError> {
-    transaction::begin(client).await?;
-    match read_in_transaction(client).await {
-        Ok(facts) => {
-            transaction::commit(client).await?;
-            Ok(facts)
-        }
-        Err(err) => {
-            transaction::rollback(client).await;
-            Err(err)
-        }
-    }
+    transaction::within(client, read_in_transaction(client)).await
 }
 
 async fn read_in_transaction(client: &Client) -> Result<AuditFacts, CatalogError> {

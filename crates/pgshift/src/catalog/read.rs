@@ -155,7 +155,6 @@ pub async fn resolve_relation(
     name: &QualifiedName,
     user_search_path: &[String],
 ) -> Result<Option<RelationFacts>, CatalogError> {
-    transaction::begin(client).await?;
     let read = async {
         let session = server::read(client).await?;
         let resolved = resolve::resolve(
@@ -173,16 +172,7 @@ pub async fn resolve_relation(
             .into_iter()
             .next())
     };
-    match read.await {
-        Ok(found) => {
-            transaction::commit(client).await?;
-            Ok(found)
-        }
-        Err(error) => {
-            transaction::rollback(client).await;
-            Err(error)
-        }
-    }
+    transaction::within(client, read).await
 }
 
 /// How many times a read that met a lock taken meanwhile is tried.
@@ -194,17 +184,11 @@ async fn read_once(
     objects: &[ObjectRef],
     user_search_path: &[String],
 ) -> Result<CatalogSnapshot, CatalogError> {
-    transaction::begin(client).await?;
-    match read_in_transaction(client, names, objects, user_search_path).await {
-        Ok(snapshot) => {
-            transaction::commit(client).await?;
-            Ok(snapshot)
-        }
-        Err(error) => {
-            transaction::rollback(client).await;
-            Err(error)
-        }
-    }
+    transaction::within(
+        client,
+        read_in_transaction(client, names, objects, user_search_path),
+    )
+    .await
 }
 
 async fn read_in_transaction(

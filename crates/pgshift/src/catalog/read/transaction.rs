@@ -35,6 +35,25 @@ pub(crate) async fn begin(client: &Client) -> Result<(), CatalogError> {
         .map_err(|source| CatalogError::query("begin", source))
 }
 
+/// Runs `work` in the read's own transaction: [`begin`], then [`commit`] when it
+/// succeeds, [`rollback`] when it fails (its error is returned).
+pub(crate) async fn within<T, F>(client: &Client, work: F) -> Result<T, CatalogError>
+where
+    F: std::future::Future<Output = Result<T, CatalogError>>,
+{
+    begin(client).await?;
+    match work.await {
+        Ok(value) => {
+            commit(client).await?;
+            Ok(value)
+        }
+        Err(error) => {
+            rollback(client).await;
+            Err(error)
+        }
+    }
+}
+
 /// Commits the read's transaction.
 pub(crate) async fn commit(client: &Client) -> Result<(), CatalogError> {
     client
