@@ -114,19 +114,22 @@ impl SwapQueries {
     /// transaction, before the lock.
     pub async fn prepare(client: &Client, applier: &Applier) -> Result<Self, CasError> {
         let backlog = applier.backlog_sql();
-        let prepared = tokio::try_join!(
-            client.prepare(&backlog),
-            client.prepare(capture::CHECK_SQL),
-            client.prepare(source::FINGERPRINT_SQL),
-            client.prepare(views::DEPENDENT_VIEWS_SQL),
-            client.prepare(SOURCE_INDEXES_SQL),
-            client.prepare(STATISTICS_HOLDER_SQL),
-            client.prepare(SEQUENCE_HOLDER_SQL),
-            client.prepare(CHILDREN_SQL),
-            client.prepare(super::read_back::READ_BACK_SQL),
-        )
-        .map_err(failed("preparing the swap's statements"))?;
-        let drain = applier.prepare_drain(client).await?;
+        let statements = async {
+            tokio::try_join!(
+                client.prepare(&backlog),
+                client.prepare(capture::CHECK_SQL),
+                client.prepare(source::FINGERPRINT_SQL),
+                client.prepare(views::DEPENDENT_VIEWS_SQL),
+                client.prepare(SOURCE_INDEXES_SQL),
+                client.prepare(STATISTICS_HOLDER_SQL),
+                client.prepare(SEQUENCE_HOLDER_SQL),
+                client.prepare(CHILDREN_SQL),
+                client.prepare(super::read_back::READ_BACK_SQL),
+            )
+            .map_err(failed("preparing the swap's statements"))
+        };
+        // Both sets go out together: one round trip.
+        let (prepared, drain) = tokio::try_join!(statements, applier.prepare_drain(client))?;
         let (
             backlog,
             capture,
