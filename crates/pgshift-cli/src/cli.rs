@@ -369,9 +369,9 @@ pub struct CasArgs {
     #[arg(long, default_value = "50ms", value_name = "DURATION", value_parser = crate::throttle_arg::duration_ms)]
     pub max_writer_p99: crate::throttle_arg::Limit,
     /// Throttle: pause the work while pgshift's probe commits this many times slower
-    /// (its 90th percentile) than in a baseline measured before the work starts, a
-    /// baseline under 5 ms counted as 5 ms (slowed from half of the way; `1.5x`, `off`
-    /// to ignore).
+    /// (its 95th percentile) than in a baseline measured before the work starts, a
+    /// baseline under 1 ms counted as 1 ms, while any session of the application is at
+    /// work (slowed from half of the way; `1.5x`, `off` to ignore).
     #[arg(long, default_value = "3", value_name = "RATIO", value_parser = crate::throttle_arg::ratio)]
     pub max_writer_slowdown: crate::throttle_arg::RatioLimit,
     /// Throttle: pause the work while the server writes WAL faster than this

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use common::cas::{options, spec, value, wait_for_phase};
 use common::{cluster, database};
-use pgshift::cas::{self, CasError, Mode, Pace, RunOptions, ThrottleLimits};
+use pgshift::cas::{self, throttle, CasError, Mode, Pace, RunOptions, ThrottleLimits};
 use pgshift::refusal::RefusalCause;
 use pgshift_embedded::Cluster;
 use pgshift_sql::QualifiedName;
@@ -346,6 +346,14 @@ async fn inv_oc_5_commits_slower_than_their_baseline_pause_the_copy_until_they_a
         .wait_for_replay(replica(), Duration::from_secs(60))
         .expect("the standby is caught up");
     let standby = SyncStandby::start(&db);
+    // The application at work: without a session of its own at work, a slowdown of
+    // the probe decides nothing.
+    let writer = common::Writer::start(
+        &db,
+        "INSERT INTO side (pad) VALUES ($1::bigint::text)",
+        Duration::from_millis(100),
+    )
+    .await;
     // Held at its start by an unwritable probe: no baseline, so paused (fail closed).
     cluster()
         .psql(
@@ -374,7 +382,7 @@ async fn inv_oc_5_commits_slower_than_their_baseline_pause_the_copy_until_they_a
     cluster()
         .psql(&db, "DROP TRIGGER refuse ON pgshift.throttle_probe")
         .expect("probe writable again");
-    wait_for_throttle(&db, "writer baseline p90").await;
+    wait_for_throttle(&db, "writer baseline p95").await;
     assert_eq!(rows_copied(&db), 0, "the copy started before the baseline");
     standby.delay("300ms");
     // Still held by the operator until the state shows the probe that slow.
@@ -393,9 +401,11 @@ async fn inv_oc_5_commits_slower_than_their_baseline_pause_the_copy_until_they_a
     );
     standby.delay("0");
     let report = run.await.expect("task").expect("the run completes");
+    let written = writer.stop().await;
     drop(standby);
     assert_eq!(report.phase, "done");
     assert_eq!(report.rows_verified, ROWS);
+    assert!(written.committed > 0 && written.failed == 0, "{written:?}");
     let paused = report
         .throttle
         .iter()
@@ -403,7 +413,9 @@ async fn inv_oc_5_commits_slower_than_their_baseline_pause_the_copy_until_they_a
         .unwrap_or_else(|| panic!("no pause for the slowdown: {:?}", report.throttle));
     let slow = &report.throttle[paused];
     assert!(
-        slow.writer_slowdown.is_some_and(|r| r >= 3.0) && slow.writer_baseline_ms.is_some(),
+        slow.writer_slowdown.is_some_and(|r| r >= 3.0)
+            && slow.writer_baseline_ms.is_some()
+            && slow.application_sessions.is_some_and(|n| n > 0),
         "{slow:?}"
     );
     assert!(
@@ -414,6 +426,54 @@ async fn inv_oc_5_commits_slower_than_their_baseline_pause_the_copy_until_they_a
         report.throttle
     );
     common::cas::assert_varchar_rewrite(&db, ROWS);
+}
+
+/// A session's backend pid.
+async fn backend_pid(client: &tokio_postgres::Client) -> i32 {
+    client
+        .query_one("SELECT pg_backend_pid()", &[])
+        .await
+        .expect("pid")
+        .get(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_application_sessions_are_the_client_sessions_at_work_but_the_engines() {
+    let db = table_db("throttle_sessions");
+    let reader = common::client(&db).await;
+    let idle = common::client(&db).await;
+    let in_transaction = common::client(&db).await;
+    let engine = common::client(&db).await;
+    let (idle_pid, open_pid, engine_pid) = (
+        backend_pid(&idle).await,
+        backend_pid(&in_transaction).await,
+        backend_pid(&engine).await,
+    );
+    in_transaction
+        .batch_execute("BEGIN; SELECT 1")
+        .await
+        .expect("a transaction left open");
+    engine
+        .batch_execute("SET application_name = 'pgshift-apply-7'; BEGIN; SELECT 1")
+        .await
+        .expect("an engine's session left in a transaction");
+    // Longer than a session counts as at work after its last statement.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let at_work = throttle::signals::application_sessions(&reader)
+        .await
+        .expect("pg_stat_activity read");
+    assert!(at_work.contains(&open_pid), "{at_work:?}");
+    assert!(!at_work.contains(&idle_pid), "long idle: {at_work:?}");
+    assert!(!at_work.contains(&engine_pid), "the engine's: {at_work:?}");
+    assert!(
+        !at_work.contains(&backend_pid(&reader).await),
+        "the reader's own: {at_work:?}"
+    );
+    idle.simple_query("SELECT 1").await.expect("a statement");
+    let at_work = throttle::signals::application_sessions(&reader)
+        .await
+        .expect("pg_stat_activity read");
+    assert!(at_work.contains(&idle_pid), "just ran one: {at_work:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

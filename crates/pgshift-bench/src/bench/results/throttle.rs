@@ -173,6 +173,7 @@ mod tests {
             writer_p99_ms: Some(p99),
             writer_slowdown: None,
             writer_baseline_ms: None,
+            application_sessions: None,
             wal_bytes_per_s: None,
         }
     }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::decide::{decide, Pace, Readings, ThrottleLimits};
-use super::signals::{Sample, Signals};
+use super::signals::{Sample, Signals, PROBE_SPACING};
 use super::{describe, reason_kind, record, Throttle, ThrottleEvent};
 use crate::cas::error::CasError;
 use crate::cas::session;
@@ -26,7 +26,7 @@ const MIN_STALE: Duration = Duration::from_secs(5);
 /// The statement timeout of the controller's session.
 const STATEMENT_TIMEOUT_MS: u64 = 5_000;
 /// The time between two probes of the baseline.
-const BASELINE_SPACING: Duration = Duration::from_millis(50);
+const BASELINE_SPACING: Duration = Duration::from_millis(25);
 
 /// The controller of one run; stopped (and its task ended) when dropped.
 pub struct Controller {
@@ -64,6 +64,13 @@ impl Controller {
             limits,
             workers: workers.max(1),
             signals: Signals::new(run, probe_timeout),
+            // With both writer limits off the probe decides nothing: one a tick, for
+            // the record.
+            probes: if limits.max_writer_p99_ms.is_some() || limits.max_writer_slowdown.is_some() {
+                (interval.as_millis() / PROBE_SPACING.as_millis()).max(1) as usize
+            } else {
+                1
+            },
             throttle: throttle.clone(),
             last_event: None,
             last_state: String::new(),
@@ -73,19 +80,25 @@ impl Controller {
                 .measure_baseline(session.client(), BASELINE_SPACING)
                 .await;
         }
-        tick.once(Some(&session)).await;
+        // The first decision at once: the baseline's probes fill the window.
+        tick.once(Some(&session), 1).await;
         // The wait for the first reading is not time the work was held back.
         throttle.0.paused_ms.store(0, Ordering::Relaxed);
         let stop = Arc::new(AtomicBool::new(false));
         let (flag, spec) = (stop.clone(), spec.clone());
         let handle = tokio::spawn(async move {
             let mut session = Some(session);
+            // A tick spends most of its interval probing: the rest is waited.
+            let mut took = Duration::ZERO;
             while !flag.load(Ordering::Relaxed) {
-                tokio::time::sleep(interval).await;
+                tokio::time::sleep(interval.saturating_sub(took)).await;
+                let started = Instant::now();
                 if session.as_ref().is_none_or(|s| s.client().is_closed()) {
                     session = open(&spec, run).await.ok();
                 }
-                tick.once(session.as_ref()).await;
+                let probes = tick.probes;
+                tick.once(session.as_ref(), probes).await;
+                took = started.elapsed();
             }
         });
         Ok(Controller {
@@ -135,17 +148,19 @@ struct Tick {
     limits: ThrottleLimits,
     workers: usize,
     signals: Signals,
+    /// Probes a tick takes, [`PROBE_SPACING`] apart: its interval's worth.
+    probes: usize,
     throttle: Throttle,
     last_event: Option<(Instant, Pace, String)>,
     last_state: String,
 }
 
 impl Tick {
-    async fn once(&mut self, session: Option<&Session>) {
+    async fn once(&mut self, session: Option<&Session>, probes: usize) {
         let (pace, reason, sample) = match session {
             Some(session) => {
                 let client = session.client();
-                let sample = self.signals.read(client).await;
+                let sample = self.signals.read(client, probes).await;
                 let readings = Readings {
                     replica_lag_ms: sample
                         .standbys
@@ -209,11 +224,15 @@ impl Tick {
             return decision;
         };
         match sample.and_then(|s| s.writer_slowdown.as_ref().ok()) {
-            Some(now) => format!(
-                "{decision}; writer baseline p90 {ms:.2} ms (now {:.1}×)",
+            Some(now) if now.application_sessions == 0 => format!(
+                "{decision}; writer baseline p95 {ms:.2} ms (now {:.1}×, no application session at work: not weighed)",
                 now.ratio
             ),
-            None => format!("{decision}; writer baseline p90 {ms:.2} ms"),
+            Some(now) => format!(
+                "{decision}; writer baseline p95 {ms:.2} ms (now {:.1}×, {} application sessions at work)",
+                now.ratio, now.application_sessions
+            ),
+            None => format!("{decision}; writer baseline p95 {ms:.2} ms"),
         }
     }
 }
@@ -245,6 +264,12 @@ fn event(pace: Pace, reason: &str, sample: Option<&Sample>) -> ThrottleEvent {
         writer_slowdown: sample.and_then(|s| s.writer_slowdown.as_ref().ok().map(|w| w.ratio)),
         writer_baseline_ms: sample
             .and_then(|s| s.writer_slowdown.as_ref().ok().map(|w| w.baseline_ms)),
+        application_sessions: sample.and_then(|s| {
+            s.writer_slowdown
+                .as_ref()
+                .ok()
+                .map(|w| w.application_sessions)
+        }),
         wal_bytes_per_s: sample.and_then(|s| s.wal_bytes_per_s.as_ref().ok().copied()),
     }
 }

@@ -11,7 +11,9 @@
 //! The writer slowdown is a ratio to a baseline (at least
 //! [`SLOWDOWN_FLOOR_MS`]), 1.0 when nothing changed: its share of
 //! its limit is how far it is over 1 against how far the limit is (a limit of 2.0× is
-//! half reached at 1.5×). A baseline that was not measured is a signal not read.
+//! half reached at 1.5×). A baseline that was not measured is a signal not read. While
+//! no session of the application is at work the slowdown decides nothing: there is no
+//! writer to protect, and the probe measures the run competing with itself.
 
 use serde::{Deserialize, Serialize};
 
@@ -28,7 +30,7 @@ pub struct ThrottleLimits {
     /// The most 99th-percentile commit latency of the engine's probe, in milliseconds.
     pub max_writer_p99_ms: Option<u64>,
     /// The most the probe's recent commit latency may be over its baseline, measured
-    /// before the work started (a ratio of 90th percentiles; 2.0 is twice as slow).
+    /// before the work started (a ratio of 95th percentiles; 2.0 is twice as slow).
     /// Absent from the options of runs recorded before it existed: off.
     #[serde(default)]
     pub max_writer_slowdown: Option<f64>,
@@ -78,14 +80,19 @@ pub struct Readings {
     pub operator_paused: Result<bool, String>,
 }
 
-/// The writer slowdown as read: the probe's recent 90th percentile over the same
+/// The writer slowdown as read: the probe's recent 95th percentile over the same
 /// percentile of its baseline, a baseline under [`SLOWDOWN_FLOOR_MS`] counted as that.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Slowdown {
     /// Recent over baseline (1.0: no slower).
     pub ratio: f64,
-    /// The baseline's 90th percentile, ms.
+    /// The baseline's 95th percentile, ms.
     pub baseline_ms: f64,
+    /// The application's client sessions at work when read
+    /// ([`super::signals::application_sessions`]); with none, the slowdown decides
+    /// nothing.
+    #[serde(default)]
+    pub application_sessions: usize,
 }
 
 /// How the work may go on.
@@ -209,14 +216,14 @@ pub fn decide(
         limit: limits.max_writer_p99_ms.map(|l| l as f64),
         scale: Scale::Absolute("ms"),
     });
-    let (slowdown, baseline_ms) = match &readings.writer_slowdown {
-        Ok(s) => (Ok(s.ratio), s.baseline_ms),
-        Err(e) => (Err(e.clone()), 0.0),
+    let (slowdown, baseline_ms, writers) = match &readings.writer_slowdown {
+        Ok(s) => (Ok(s.ratio), s.baseline_ms, s.application_sessions > 0),
+        Err(e) => (Err(e.clone()), 0.0, true),
     };
     signals.push(Signal {
         what: "writer slowdown".to_owned(),
         reading: slowdown,
-        limit: limits.max_writer_slowdown,
+        limit: limits.max_writer_slowdown.filter(|_| writers),
         scale: Scale::OverBaseline(baseline_ms),
     });
     signals.push(Signal {
@@ -277,6 +284,7 @@ mod tests {
             writer_slowdown: Ok(Slowdown {
                 ratio: 1.0,
                 baseline_ms: 1.0,
+                application_sessions: 1,
             }),
             wal_bytes_per_s: Ok(1_000.0),
             operator_paused: Ok(false),
@@ -381,7 +389,8 @@ mod tests {
         Readings {
             writer_slowdown: Ok(Slowdown {
                 ratio,
-                baseline_ms: 1.1,
+                baseline_ms: 0.6,
+                application_sessions: 3,
             }),
             ..readings(Ok(0.0), Ok(1.0))
         }
@@ -400,7 +409,7 @@ mod tests {
         assert_eq!(pace, Pace::Paused);
         assert_eq!(
             why,
-            "writer slowdown 2.4× over the baseline 1.10 ms, counted as 5 ms (limit 2.0×)"
+            "writer slowdown 2.4× over the baseline 0.60 ms, counted as 1 ms (limit 2.0×)"
         );
         // Paused at 1.9× (90 % of the way from 1 to 2) until under 80 % of it.
         assert_eq!(decide(&slowed(1.9), &limits, 4, true).0, Pace::Paused);
@@ -444,6 +453,20 @@ mod tests {
         };
         assert_eq!(decide(&slowed(1.01), &none, 4, false).0, Pace::Paused);
         assert_eq!(decide(&slowed(1.0), &none, 4, false).0, Pace::Open);
+    }
+
+    #[test]
+    fn a_writer_slowdown_with_no_application_session_at_work_decides_nothing() {
+        let mut r = slowed(9.0);
+        assert_eq!(decide(&r, &DEFAULT_LIMITS, 4, false).0, Pace::Paused);
+        if let Ok(s) = &mut r.writer_slowdown {
+            s.application_sessions = 0;
+        }
+        let (pace, why) = decide(&r, &DEFAULT_LIMITS, 4, false);
+        assert_eq!(pace, Pace::Open, "{why}");
+        // The other signals still decide.
+        r.writer_p99_ms = Ok(60.0);
+        assert_eq!(decide(&r, &DEFAULT_LIMITS, 4, false).0, Pace::Paused);
     }
 
     #[test]

@@ -48,12 +48,16 @@ pub struct ThrottleEvent {
     pub replica_lag_bytes: Option<f64>,
     /// The probe's 99th-percentile commit latency (ms).
     pub writer_p99_ms: Option<f64>,
-    /// The probe's recent 90th percentile over its baseline's, when both were read.
+    /// The probe's recent 95th percentile over its baseline's, when both were read.
     #[serde(default)]
     pub writer_slowdown: Option<f64>,
-    /// The baseline's 90th percentile (ms), once measured.
+    /// The baseline's 95th percentile (ms), once measured.
     #[serde(default)]
     pub writer_baseline_ms: Option<f64>,
+    /// The application's client sessions at work, when the slowdown was read (with
+    /// none it decides nothing).
+    #[serde(default)]
+    pub application_sessions: Option<usize>,
     /// WAL bytes per second.
     pub wal_bytes_per_s: Option<f64>,
 }
