@@ -54,6 +54,7 @@ pub use dsn::ConnectionSpec;
 pub use env::{Environment, ProcessEnvironment};
 pub use error::{ConnectError, TlsFileProblem};
 pub use notices::NoticeTap;
+pub(crate) use session::APPLICATION_NAME;
 pub use session::{Session, MIN_SERVER_VERSION_NUM};
 pub use target::{Host, Target, TargetSessionAttrs};
 pub use tls::{RootCert, SslMode, TlsSettings};

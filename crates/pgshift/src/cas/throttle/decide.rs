@@ -91,7 +91,6 @@ pub struct Slowdown {
     /// The application's client sessions at work when read
     /// ([`super::signals::application_sessions`]); with none, the slowdown decides
     /// nothing.
-    #[serde(default)]
     pub application_sessions: usize,
 }
 

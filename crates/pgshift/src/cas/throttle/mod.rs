@@ -208,6 +208,12 @@ impl Pacer {
     }
 }
 
+/// A failed signal read as a reason says it: the server's message, or the driver's.
+fn unread(e: &tokio_postgres::Error) -> String {
+    e.as_db_error()
+        .map_or_else(|| e.to_string(), |d| d.message().to_owned())
+}
+
 /// What a reason is about, without the values it carries (a new value of the same
 /// signal is not a new reason).
 pub fn reason_kind(reason: &str) -> String {

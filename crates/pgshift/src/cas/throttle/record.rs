@@ -16,10 +16,7 @@ pub async fn operator_paused(client: &Client, run: i64) -> Result<bool, String> 
             &[&run],
         )
         .await
-        .map_err(|e| {
-            e.as_db_error()
-                .map_or_else(|| e.to_string(), |d| d.message().to_owned())
-        })?;
+        .map_err(|e| super::unread(&e))?;
     row.map(|row| row.get(0))
         .ok_or_else(|| format!("run {run} is not recorded any more"))
 }

@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 use tokio_postgres::Client;
 
 use super::decide::{Reading, Slowdown};
+use crate::connect::APPLICATION_NAME;
 
 /// Probes kept for the percentiles: five seconds of them at [`PROBE_SPACING`].
 const PROBE_WINDOW: usize = 100;
@@ -56,8 +57,8 @@ const SLOWDOWN_QUANTILE: f64 = 0.95;
 /// the default limit nor a stricter one ever acted. A run with no writer is now told
 /// apart by the sessions at work ([`application_sessions`]) instead.
 pub const SLOWDOWN_FLOOR_MS: f64 = 1.0;
-/// A session that finished a statement this recently is at work.
-const RECENT_S: u32 = 5;
+/// A session that finished a statement this many seconds ago or less is at work.
+const RECENT_S: f64 = 5.0;
 /// WAL samples kept (ten minutes at the default interval): a standby behind the oldest
 /// is at least that far behind.
 const WAL_SAMPLES: usize = 1_200;
@@ -70,28 +71,30 @@ const PROBE_SQL: &str =
      ON CONFLICT (run) DO UPDATE SET at = excluded.at";
 
 /// The client sessions of the application at work: every client backend but this
-/// one and the engine's (named `pgshift` or `pgshift-…`) that is not idle, or went
-/// idle within the last [`RECENT_S`] seconds. A session whose state the role may not
-/// see (another role's, without `pg_read_all_stats`) counts as at work.
+/// one and the engine's (named `$2`, or starting with `$3`: the connection's
+/// application name and the per-task names made from it) that is not idle, or went
+/// idle within the last `$1` seconds. A session whose state the role may not see
+/// (another role's, without `pg_read_all_stats`) counts as at work.
 const APPLICATION_SQL: &str = "SELECT pg_catalog.array_agg(a.pid ORDER BY a.pid) \
      FROM pg_catalog.pg_stat_activity a \
     WHERE a.backend_type OPERATOR(pg_catalog.=) 'client backend' \
       AND a.pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid() \
-      AND a.application_name OPERATOR(pg_catalog.<>) 'pgshift' \
-      AND a.application_name NOT LIKE 'pgshift-%' \
+      AND a.application_name OPERATOR(pg_catalog.<>) $2::pg_catalog.text \
+      AND NOT pg_catalog.starts_with(a.application_name, $3::pg_catalog.text) \
       AND (a.state IS NULL OR a.state OPERATOR(pg_catalog.<>) 'idle' \
            OR a.state_change OPERATOR(pg_catalog.>=) (pg_catalog.now() OPERATOR(pg_catalog.-) pg_catalog.make_interval(secs => $1::pg_catalog.float8)))";
 
 /// The backend pids of the application's sessions at work now (see the module's
 /// notes): what tells a run with writers from one without.
 pub async fn application_sessions(client: &Client) -> Result<Vec<i32>, String> {
+    let engine_prefix = format!("{APPLICATION_NAME}-");
     let row = client
-        .query_one(APPLICATION_SQL, &[&f64::from(RECENT_S)])
+        .query_one(
+            APPLICATION_SQL,
+            &[&RECENT_S, &APPLICATION_NAME, &engine_prefix],
+        )
         .await
-        .map_err(|e| {
-            e.as_db_error()
-                .map_or_else(|| e.to_string(), |d| d.message().to_owned())
-        })?;
+        .map_err(|e| super::unread(&e))?;
     Ok(row.get::<_, Option<Vec<i32>>>(0).unwrap_or_default())
 }
 
@@ -265,11 +268,7 @@ impl Signals {
         let run = self.run;
         match tokio::time::timeout(self.probe_timeout, client.execute(PROBE_SQL, &[&run])).await {
             Ok(Ok(_)) => {}
-            Ok(Err(e)) => {
-                return Err(e
-                    .as_db_error()
-                    .map_or_else(|| e.to_string(), |d| d.message().to_owned()))
-            }
+            Ok(Err(e)) => return Err(super::unread(&e)),
             Err(_) => {
                 return Err(format!(
                     "the probe did not commit within {} ms",
@@ -287,10 +286,10 @@ impl Signals {
     }
 
     async fn replicas(&mut self, client: &Client) -> Result<(Vec<Standby>, Reading), String> {
-        let rows = client.query(REPLICAS_SQL, &[]).await.map_err(|e| {
-            e.as_db_error()
-                .map_or_else(|| e.to_string(), |d| d.message().to_owned())
-        })?;
+        let rows = client
+            .query(REPLICAS_SQL, &[])
+            .await
+            .map_err(|e| super::unread(&e))?;
         let now = Instant::now();
         let current: f64 = rows
             .first()
