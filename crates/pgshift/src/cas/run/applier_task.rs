@@ -119,12 +119,15 @@ impl ApplierTask {
         Ok(())
     }
 
-    pub(super) async fn stop(self) -> Result<i64, CasError> {
+    /// Stops the task: the largest backlog it saw, and how it ended. The largest
+    /// backlog stands whatever the ending (a task that fails after the swap dropped
+    /// its log still saw it).
+    pub(super) async fn stop(self) -> (i64, Result<(), CasError>) {
         self.stop.store(true, Ordering::Relaxed);
-        let max = self.backlog_max.load(Ordering::Relaxed);
-        match self.handle.await {
-            Ok(result) => result.map(|()| max),
+        let ended = match self.handle.await {
+            Ok(result) => result,
             Err(e) => Err(CasError::Record(format!("the applier task failed: {e}"))),
-        }
+        };
+        (self.backlog_max.load(Ordering::Relaxed), ended)
     }
 }

@@ -110,10 +110,9 @@ pub(super) async fn drive(
     .await;
     let (backlog_max, outcome) = match applier {
         Some(task) => match (task.stop().await, outcome) {
-            (Ok(max), outcome) => (max, outcome),
             // The applier's own error says why it stopped.
-            (Err(stopped), Err(CasError::ApplierStopped)) => (0, Err(stopped)),
-            (Err(_), outcome) => (0, outcome),
+            ((max, Err(stopped)), Err(CasError::ApplierStopped)) => (max, Err(stopped)),
+            ((max, _), outcome) => (max, outcome),
         },
         None => (0, outcome),
     };
