@@ -7,6 +7,8 @@
 
 use pgshift_sql::QualifiedName;
 
+use crate::connect::APPLICATION_NAME;
+
 /// The engine-owned schema.
 pub const ENGINE_SCHEMA: &str = "pgshift";
 
@@ -110,9 +112,49 @@ impl RunNames {
         format!("pgshift_truncate_{}", self.run)
     }
 
+    /// The `application_name` of a session of the run doing `task`: the engine's
+    /// connection name, the task and the run (`pgshift-copy-7`). Every session a run
+    /// opens besides its runner is named here, so that a later process of the run
+    /// finds each one to end ([`RunNames::task_applications`]) and the throttle tells
+    /// them from the application's sessions (by the engine's prefix).
+    fn task_application(&self, task: &str) -> String {
+        format!("{APPLICATION_NAME}-{task}-{}", self.run)
+    }
+
     /// The `application_name` of the run's copy sessions.
     pub fn copy_application(&self) -> String {
-        format!("pgshift-copy-{}", self.run)
+        self.task_application("copy")
+    }
+
+    /// The `application_name` of the run's index builder.
+    pub fn index_application(&self) -> String {
+        self.task_application("index")
+    }
+
+    /// The `application_name` of the run's applier.
+    pub fn apply_application(&self) -> String {
+        self.task_application("apply")
+    }
+
+    /// The `application_name` of the run's verification sessions.
+    pub fn verify_application(&self) -> String {
+        self.task_application("verify")
+    }
+
+    /// The `application_name` of the run's throttle controller.
+    pub fn throttle_application(&self) -> String {
+        self.task_application("throttle")
+    }
+
+    /// Every task session name of the run.
+    pub fn task_applications(&self) -> Vec<String> {
+        vec![
+            self.copy_application(),
+            self.index_application(),
+            self.apply_application(),
+            self.verify_application(),
+            self.throttle_application(),
+        ]
     }
 }
 
@@ -129,5 +171,23 @@ mod tests {
         assert!(shadow.name.starts_with("_pgshift_12345_"));
         assert_eq!(names.log_table().to_string(), "\"pgshift\".\"log_12345\"");
         assert!(names.old_index(&"x".repeat(70)).len() <= 63);
+    }
+
+    #[test]
+    fn task_sessions_carry_the_engine_prefix_and_are_told_apart() {
+        let names = RunNames::new(7);
+        let all = names.task_applications();
+        assert_eq!(all[0], "pgshift-copy-7");
+        let prefix = format!("{APPLICATION_NAME}-");
+        assert!(all.iter().all(|a| a.starts_with(&prefix)), "{all:?}");
+        let mut distinct = all.clone();
+        distinct.sort();
+        distinct.dedup();
+        assert_eq!(distinct.len(), all.len(), "{all:?}");
+        // Another run's sessions are not this run's.
+        assert!(RunNames::new(70)
+            .task_applications()
+            .iter()
+            .all(|a| !all.contains(a)));
     }
 }

@@ -88,7 +88,7 @@ pub(super) async fn drive(
     });
     let applier = match plan.options.mode {
         Mode::Live => Some(ApplierTask::spawn(
-            session::open(spec, &format!("pgshift-apply-{}", plan.run)).await?,
+            session::open(spec, &plan.names().apply_application()).await?,
             statements.clone(),
             state.clone(),
         )),

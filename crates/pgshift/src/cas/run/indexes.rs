@@ -102,7 +102,7 @@ pub(super) async fn build_indexes(
     throttle: &Throttle,
     progress: &mut dyn CasProgress,
 ) -> Result<(), CasError> {
-    let session = session::open(spec, &format!("pgshift-index-{}", plan.run)).await?;
+    let session = session::open(spec, &plan.names().index_application()).await?;
     let client = session.client();
     // One build at a time, each started at the throttle's word (INV: OC-5).
     let pace = Pacer::new(throttle.clone(), 0);

@@ -6,22 +6,14 @@ use tokio_postgres::Client;
 use crate::cas::error::CasError;
 use crate::cas::plan::RunPlan;
 
-/// Ends (and waits out) the sessions of an earlier process of this run — copy, index
-/// and applier sessions, whose statements a killed process leaves running until they
+/// Ends (and waits out) the sessions of an earlier process of this run — copy, index,
+/// applier, verification and throttle sessions, whose statements a killed process leaves running until they
 /// end (run numbers are per database: only this database's sessions).
 pub(super) async fn terminate_earlier_sessions(
     client: &Client,
     plan: &RunPlan,
 ) -> Result<(), CasError> {
-    let names = plan.names();
-    let applications = vec![
-        names.copy_application(),
-        format!("pgshift-index-{}", plan.run),
-        format!("pgshift-apply-{}", plan.run),
-        format!("pgshift-verify-{}", plan.run),
-        crate::cas::throttle::controller_application(plan.run),
-    ];
-    terminate_sessions(client, &applications).await
+    terminate_sessions(client, &plan.names().task_applications()).await
 }
 
 /// Ends (and waits out) the copy sessions of an earlier process (its chunk

@@ -38,7 +38,7 @@ pub(super) async fn verify_all(
     let mut sessions = Vec::new();
     for _ in 0..plan.options.workers.max(1) {
         sessions.push(Arc::new(
-            session::open(spec, &format!("pgshift-verify-{}", plan.run)).await?,
+            session::open(spec, &plan.names().verify_application()).await?,
         ));
     }
     for _ in 0..MAX_PASSES {

@@ -14,6 +14,7 @@ use super::decide::{decide, Pace, Readings, ThrottleLimits};
 use super::signals::{Sample, Signals, PROBE_SPACING};
 use super::{describe, reason_kind, record, Throttle, ThrottleEvent};
 use crate::cas::error::CasError;
+use crate::cas::names::RunNames;
 use crate::cas::session;
 use crate::connect::{ConnectionSpec, Session};
 
@@ -33,11 +34,6 @@ pub struct Controller {
     throttle: Throttle,
     stop: Arc<AtomicBool>,
     handle: tokio::task::JoinHandle<()>,
-}
-
-/// The name of the controller's session.
-pub fn application(run: i64) -> String {
-    format!("pgshift-throttle-{run}")
 }
 
 impl Controller {
@@ -129,7 +125,7 @@ impl Drop for Controller {
 }
 
 async fn open(spec: &ConnectionSpec, run: i64) -> Result<Session, CasError> {
-    let session = session::open(spec, &application(run)).await?;
+    let session = session::open(spec, &RunNames::new(run).throttle_application()).await?;
     session
         .client()
         // The probe commits as the application's writers do: the database's (or the

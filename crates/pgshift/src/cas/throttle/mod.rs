@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-pub use controller::{application as controller_application, Controller};
+pub use controller::Controller;
 pub use decide::{Pace, Slowdown, ThrottleLimits, DEFAULT_LIMITS, DEFAULT_WRITER_SLOWDOWN};
 
 /// How often a waiting worker looks at the throttle again.
