@@ -444,11 +444,27 @@ async fn the_application_sessions_are_the_client_sessions_at_work_but_the_engine
     let idle = common::client(&db).await;
     let in_transaction = common::client(&db).await;
     let engine = common::client(&db).await;
+    let named_alike = common::client(&db).await;
+    let other_run = common::client(&db).await;
     let (idle_pid, open_pid, engine_pid) = (
         backend_pid(&idle).await,
         backend_pid(&in_transaction).await,
         backend_pid(&engine).await,
     );
+    let (alike_pid, other_run_pid) = (
+        backend_pid(&named_alike).await,
+        backend_pid(&other_run).await,
+    );
+    // An application named like the engine (the benchmark's writers), and another
+    // run's task session: both at work, neither this run's.
+    named_alike
+        .batch_execute("SET application_name = 'pgshift-bench writer 1'; BEGIN; SELECT 1")
+        .await
+        .expect("a writer named like the engine, in a transaction");
+    other_run
+        .batch_execute("SET application_name = 'pgshift-apply-8'; BEGIN; SELECT 1")
+        .await
+        .expect("another run's session left in a transaction");
     in_transaction
         .batch_execute("BEGIN; SELECT 1")
         .await
@@ -459,10 +475,18 @@ async fn the_application_sessions_are_the_client_sessions_at_work_but_the_engine
         .expect("an engine's session left in a transaction");
     // Longer than a session counts as at work after its last statement.
     tokio::time::sleep(Duration::from_secs(6)).await;
-    let at_work = throttle::signals::application_sessions(&reader)
+    let at_work = throttle::signals::application_sessions(&reader, 7)
         .await
         .expect("pg_stat_activity read");
     assert!(at_work.contains(&open_pid), "{at_work:?}");
+    assert!(
+        at_work.contains(&alike_pid),
+        "named like the engine: {at_work:?}"
+    );
+    assert!(
+        at_work.contains(&other_run_pid),
+        "another run's: {at_work:?}"
+    );
     assert!(!at_work.contains(&idle_pid), "long idle: {at_work:?}");
     assert!(!at_work.contains(&engine_pid), "the engine's: {at_work:?}");
     assert!(
@@ -470,7 +494,7 @@ async fn the_application_sessions_are_the_client_sessions_at_work_but_the_engine
         "the reader's own: {at_work:?}"
     );
     idle.simple_query("SELECT 1").await.expect("a statement");
-    let at_work = throttle::signals::application_sessions(&reader)
+    let at_work = throttle::signals::application_sessions(&reader, 7)
         .await
         .expect("pg_stat_activity read");
     assert!(at_work.contains(&idle_pid), "just ran one: {at_work:?}");

@@ -116,7 +116,7 @@ impl RunNames {
     /// connection name, the task and the run (`pgshift-copy-7`). Every session a run
     /// opens besides its runner is named here, so that a later process of the run
     /// finds each one to end ([`RunNames::task_applications`]) and the throttle tells
-    /// them from the application's sessions (by the engine's prefix).
+    /// them from the application's sessions (by these names, whole).
     fn task_application(&self, task: &str) -> String {
         format!("{APPLICATION_NAME}-{task}-{}", self.run)
     }

@@ -7,8 +7,9 @@ use crate::cas::error::CasError;
 use crate::cas::plan::RunPlan;
 
 /// Ends (and waits out) the sessions of an earlier process of this run — copy, index,
-/// applier, verification and throttle sessions, whose statements a killed process leaves running until they
-/// end (run numbers are per database: only this database's sessions).
+/// applier, verification and throttle sessions, whose statements a killed process
+/// leaves running until they end (run numbers are per database: only this database's
+/// sessions).
 pub(super) async fn terminate_earlier_sessions(
     client: &Client,
     plan: &RunPlan,

@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 use tokio_postgres::Client;
 
 use super::decide::{Reading, Slowdown};
+use crate::cas::names::RunNames;
 use crate::connect::APPLICATION_NAME;
 
 /// Probes kept for the percentiles: five seconds of them at [`PROBE_SPACING`].
@@ -71,28 +72,29 @@ const PROBE_SQL: &str =
      ON CONFLICT (run) DO UPDATE SET at = excluded.at";
 
 /// The client sessions of the application at work: every client backend but this
-/// one and the engine's (named `$2`, or starting with `$3`: the connection's
-/// application name and the per-task names made from it) that is not idle, or went
-/// idle within the last `$1` seconds. A session whose state the role may not see
-/// (another role's, without `pg_read_all_stats`) counts as at work.
+/// one, a pgshift process's own (named `$2`, the connection's application name) and
+/// the run's task sessions (named one of `$3`), that is not idle, or went idle within
+/// the last `$1` seconds. A session whose state the role may not see (another role's,
+/// without `pg_read_all_stats`) counts as at work. Names are matched whole: an
+/// application whose name merely starts like the engine's (the benchmark's
+/// `pgshift-bench writer 1`) is the application, and another run's task sessions count
+/// as at work too (they load the server like any other; counting them only slows
+/// this run).
 const APPLICATION_SQL: &str = "SELECT pg_catalog.array_agg(a.pid ORDER BY a.pid) \
      FROM pg_catalog.pg_stat_activity a \
     WHERE a.backend_type OPERATOR(pg_catalog.=) 'client backend' \
       AND a.pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid() \
       AND a.application_name OPERATOR(pg_catalog.<>) $2::pg_catalog.text \
-      AND NOT pg_catalog.starts_with(a.application_name, $3::pg_catalog.text) \
+      AND a.application_name OPERATOR(pg_catalog.<>) ALL ($3::pg_catalog.text[]) \
       AND (a.state IS NULL OR a.state OPERATOR(pg_catalog.<>) 'idle' \
            OR a.state_change OPERATOR(pg_catalog.>=) (pg_catalog.now() OPERATOR(pg_catalog.-) pg_catalog.make_interval(secs => $1::pg_catalog.float8)))";
 
 /// The backend pids of the application's sessions at work now (see the module's
-/// notes): what tells a run with writers from one without.
-pub async fn application_sessions(client: &Client) -> Result<Vec<i32>, String> {
-    let engine_prefix = format!("{APPLICATION_NAME}-");
+/// notes) while run `run` works: what tells a run with writers from one without.
+pub async fn application_sessions(client: &Client, run: i64) -> Result<Vec<i32>, String> {
+    let tasks = RunNames::new(run).task_applications();
     let row = client
-        .query_one(
-            APPLICATION_SQL,
-            &[&RECENT_S, &APPLICATION_NAME, &engine_prefix],
-        )
+        .query_one(APPLICATION_SQL, &[&RECENT_S, &APPLICATION_NAME, &tasks])
         .await
         .map_err(|e| super::unread(&e))?;
     Ok(row.get::<_, Option<Vec<i32>>>(0).unwrap_or_default())
@@ -235,7 +237,7 @@ impl Signals {
             Ok(_) => match self.baseline.ms() {
                 Err(e) => Err(e),
                 // INV: OC-5 — who is at work cannot be read: the slowdown is not read.
-                Ok(baseline_ms) => application_sessions(client).await.map(|pids| {
+                Ok(baseline_ms) => application_sessions(client, self.run).await.map(|pids| {
                     slowdown(
                         percentile(&self.probes, SLOWDOWN_QUANTILE),
                         baseline_ms,
