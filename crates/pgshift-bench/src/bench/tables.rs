@@ -84,6 +84,17 @@ async fn checkpoint(client: &Client) -> BenchResult<()> {
     client.batch_execute("CHECKPOINT").await.ctx("CHECKPOINT")
 }
 
+/// A checkpoint, then the bench's own session closed, before a run with no load: the
+/// engine counts a client session that ran a statement in the last few seconds as the
+/// application at work, and with one at work it spaces its writer baseline's probes
+/// over a second. With none (what "no load" means) it takes them back to back, as it
+/// would on a user's idle server. The caller connects again after the run.
+async fn checkpoint_and_close(client: Client) -> BenchResult<()> {
+    checkpoint(&client).await?;
+    drop(client);
+    Ok(())
+}
+
 /// P1 at `rows`: `ALTER COLUMN qty TYPE bigint`, blocking on one table and
 /// through pgshift (in a child process) on an identical one.
 pub(crate) async fn p1(bench: &mut Bench, rows: u64) -> BenchResult<P1> {
@@ -103,7 +114,7 @@ pub(crate) async fn p1(bench: &mut Bench, rows: u64) -> BenchResult<P1> {
     let blocking_ms = started.elapsed().as_secs_f64() * 1000.0;
     bench.say(format!("P1: blocking ALTER {:.2} s", blocking_ms / 1000.0));
 
-    checkpoint(&client).await?;
+    checkpoint_and_close(client).await?;
     let child = run_child(
         &conninfo,
         "p1_pgshift",
@@ -111,6 +122,7 @@ pub(crate) async fn p1(bench: &mut Bench, rows: u64) -> BenchResult<P1> {
         &bench.options.run_options(),
     )
     .await?;
+    let client = connect(&conninfo).await?;
     let pgshift = child.engine_run()?;
     bench.say(format!(
         "P1: pgshift {:.2} s, peak RSS {} KiB",
@@ -183,7 +195,7 @@ pub(crate) async fn p2(bench: &mut Bench) -> BenchResult<P2> {
     create_table(&client, "p2_repack", rows).await?;
     let (_, total_bytes, _) = sizes(&client, "p2_pgshift").await?;
 
-    checkpoint(&client).await?;
+    checkpoint_and_close(client).await?;
     let statement = "VACUUM FULL p2_pgshift";
     let child = run_child(
         &conninfo,
@@ -192,6 +204,7 @@ pub(crate) async fn p2(bench: &mut Bench) -> BenchResult<P2> {
         &bench.options.run_options(),
     )
     .await?;
+    let client = connect(&conninfo).await?;
     let pgshift = child.engine_run()?;
     bench.say(format!("P2: pgshift {:.2} s", pgshift.wall_ms / 1000.0));
 
@@ -262,7 +275,7 @@ async fn pg_repack_version(bench: &Bench) -> BenchResult<String> {
 /// neither P1 nor P2 runs one).
 pub(crate) async fn p6_small(bench: &mut Bench) -> BenchResult<()> {
     let conninfo = bench.conninfo("bench");
-    let client = connect(&conninfo).await?;
+    let mut client = connect(&conninfo).await?;
     let mut sizes_to_run = vec![("p6_small", bench.options.small_rows)];
     let large_elsewhere =
         bench.options.only.contains(&Scenario::P1) || bench.options.only.contains(&Scenario::P2);
@@ -272,7 +285,7 @@ pub(crate) async fn p6_small(bench: &mut Bench) -> BenchResult<()> {
     for (table, rows) in sizes_to_run {
         create_table(&client, table, rows).await?;
         let (_, total_bytes, _) = sizes(&client, table).await?;
-        checkpoint(&client).await?;
+        checkpoint_and_close(client).await?;
         let child = run_child(
             &conninfo,
             table,
@@ -280,6 +293,7 @@ pub(crate) async fn p6_small(bench: &mut Bench) -> BenchResult<()> {
             &bench.options.run_options(),
         )
         .await?;
+        client = connect(&conninfo).await?;
         let engine = child.engine_run()?;
         check_table(&client, table, rows, "bigint").await?;
         bench.say(format!(

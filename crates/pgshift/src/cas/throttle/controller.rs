@@ -219,16 +219,21 @@ impl Tick {
         else {
             return decision;
         };
+        let baseline = if self.signals.baseline_quiet() {
+            format!("writer baseline p95 {ms:.2} ms, measured with no application session at work")
+        } else {
+            format!("writer baseline p95 {ms:.2} ms")
+        };
         match sample.and_then(|s| s.writer_slowdown.as_ref().ok()) {
             Some(now) if now.application_sessions == 0 => format!(
-                "{decision}; writer baseline p95 {ms:.2} ms (now {:.1}×, no application session at work: not weighed)",
+                "{decision}; {baseline} (now {:.1}×, no application session at work: not weighed)",
                 now.ratio
             ),
             Some(now) => format!(
-                "{decision}; writer baseline p95 {ms:.2} ms (now {:.1}×, {} application sessions at work)",
+                "{decision}; {baseline} (now {:.1}×, {} application sessions at work)",
                 now.ratio, now.application_sessions
             ),
-            None => format!("{decision}; writer baseline p95 {ms:.2} ms"),
+            None => format!("{decision}; {baseline}"),
         }
     }
 }

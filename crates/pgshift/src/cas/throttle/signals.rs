@@ -37,7 +37,8 @@ const PROBE_WINDOW: usize = 100;
 /// builds and half of verification, while the writers' p99 was 4–16 ms a second
 /// against 4.5 ms before. Each probe is a one-row upsert on a table of the engine's.
 pub const PROBE_SPACING: Duration = Duration::from_millis(50);
-/// Probes the writers' baseline is made of (a second of them, 25 ms apart).
+/// Probes the writers' baseline is made of (a second of them, 25 ms apart, while the
+/// application is at work).
 pub const BASELINE_PROBES: usize = 40;
 /// The percentile the slowdown compares, of the window and of the baseline alike:
 /// the sixth slowest of a window's hundred probes, the third slowest of the
@@ -147,6 +148,18 @@ struct Baseline {
     probes: Vec<f64>,
     /// The work has started: no probe is a baseline probe any more.
     closed: bool,
+    /// No session of the application was at work when it was measured.
+    quiet: bool,
+}
+
+/// The time between two baseline probes, given the application's sessions at work
+/// when it starts: none, none at all (back to back); otherwise, or when who is at work
+/// cannot be read, `spacing`.
+fn baseline_spacing(at_work: &Result<Vec<i32>, String>, spacing: Duration) -> Duration {
+    match at_work {
+        Ok(pids) if pids.is_empty() => Duration::ZERO,
+        _ => spacing,
+    }
 }
 
 impl Baseline {
@@ -201,8 +214,16 @@ impl Signals {
     }
 
     /// Probes until the baseline is complete, `spacing` apart, or until a probe fails
-    /// (the ticks then go on measuring it while the work waits).
+    /// (the ticks then go on measuring it while the work waits). With no session of
+    /// the application at work ([`application_sessions`]) there is no writer whose
+    /// moments of waiting the spacing would sample: the probes are taken one after the
+    /// other (a second of waiting is spared, and the baseline is the idle server's,
+    /// the lowest it can be, so the slowdown is read high rather than low). A reading
+    /// that fails keeps the spacing.
     pub async fn measure_baseline(&mut self, client: &Client, spacing: Duration) {
+        let at_work = application_sessions(client, self.run).await;
+        self.baseline.quiet = matches!(&at_work, Ok(pids) if pids.is_empty());
+        let spacing = baseline_spacing(&at_work, spacing);
         while !self.baseline.complete() && !self.baseline.closed {
             if self.probe(client).await.is_err() {
                 return;
@@ -219,6 +240,12 @@ impl Signals {
     /// The baseline's 95th percentile (ms), once measured.
     pub fn baseline_ms(&self) -> Option<f64> {
         self.baseline.ms().ok()
+    }
+
+    /// Whether the baseline was measured with no session of the application at work
+    /// (its probes back to back, on an idle server).
+    pub fn baseline_quiet(&self) -> bool {
+        self.baseline.quiet
     }
 
     /// Reads every signal once, and the probe `probes` times, [`PROBE_SPACING`] apart
@@ -392,6 +419,18 @@ pub fn percentile(values: &VecDeque<f64>, q: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_baseline_is_probed_back_to_back_only_when_no_application_session_is_at_work() {
+        let spacing = Duration::from_millis(25);
+        assert_eq!(baseline_spacing(&Ok(vec![]), spacing), Duration::ZERO);
+        assert_eq!(baseline_spacing(&Ok(vec![4242]), spacing), spacing);
+        // Who is at work could not be read: sampled as if the application were.
+        assert_eq!(
+            baseline_spacing(&Err("permission denied".to_owned()), spacing),
+            spacing
+        );
+    }
 
     #[test]
     fn the_99th_percentile_of_a_small_window_is_its_largest() {
