@@ -372,7 +372,7 @@ pub struct CasArgs {
     /// (its 95th percentile) than in a baseline measured before the work starts, a
     /// baseline under 1 ms counted as 1 ms, while any session of the application is at
     /// work (slowed from half of the way; `1.5x`, `off` to ignore).
-    #[arg(long, default_value = "3", value_name = "RATIO", value_parser = crate::throttle_arg::ratio)]
+    #[arg(long, default_value = "2", value_name = "RATIO", value_parser = crate::throttle_arg::ratio)]
     pub max_writer_slowdown: crate::throttle_arg::RatioLimit,
     /// Throttle: pause the work while the server writes WAL faster than this
     /// (`64MB`, `512kB/s`; default off).

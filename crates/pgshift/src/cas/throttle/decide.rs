@@ -53,7 +53,7 @@ pub const DEFAULT_LIMITS: ThrottleLimits = ThrottleLimits {
 };
 
 /// The default `--max-writer-slowdown`.
-pub const DEFAULT_WRITER_SLOWDOWN: f64 = 3.0;
+pub const DEFAULT_WRITER_SLOWDOWN: f64 = 2.0;
 
 impl Default for ThrottleLimits {
     fn default() -> Self {
@@ -397,13 +397,16 @@ mod tests {
 
     #[test]
     fn a_writer_slowdown_at_its_limit_pauses_and_says_over_what_baseline() {
-        // 2.4× is 70 % of the way from 1 to the default 3×: slowed, not paused.
-        let (pace, why) = decide(&slowed(2.4), &DEFAULT_LIMITS, 4, false);
-        assert!(matches!(pace, Pace::Slow { .. }), "{pace:?}: {why}");
-        let limits = ThrottleLimits {
-            max_writer_slowdown: Some(2.0),
+        // 2.4× is 70 % of the way from 1 to 3×: slowed, not paused.
+        let lenient = ThrottleLimits {
+            max_writer_slowdown: Some(3.0),
             ..DEFAULT_LIMITS
         };
+        let (pace, why) = decide(&slowed(2.4), &lenient, 4, false);
+        assert!(matches!(pace, Pace::Slow { .. }), "{pace:?}: {why}");
+        // The default, 2×.
+        let limits = DEFAULT_LIMITS;
+        assert_eq!(limits.max_writer_slowdown, Some(2.0));
         let (pace, why) = decide(&slowed(2.4), &limits, 4, false);
         assert_eq!(pace, Pace::Paused);
         assert_eq!(
