@@ -23,6 +23,10 @@ use super::throttle::Pacer;
 pub struct CopyState {
     /// The ledger and its landing count (behind one lock: INV CO-5).
     pub ledger: Mutex<(Ledger, u64)>,
+    /// Held by the worker cutting the next chunk: the ledger's cursor moves only there
+    /// (and back when a chunk fails, which halts the copy), so the next bound is found
+    /// with the ledger free.
+    pub cutting: Mutex<()>,
     /// Rows copied in this process.
     pub rows: AtomicI64,
     /// Whether the shadow has its primary key: the applier applies nothing before
@@ -54,18 +58,27 @@ fn next_rows(rows: i64, took: Duration, target: Duration) -> i64 {
 
 /// Cuts the next chunk of about `rows` rows and marks it in flight, under the ledger
 /// lock, before its transaction starts. `None` when nothing is left to cut.
+///
+/// The bound is found (an index scan over the chunk's rows: tens of milliseconds) with
+/// the ledger free, so that landings and the applier's classification of the change
+/// log do not wait for it. An entry the applier finds uncut meanwhile is in the range
+/// about to be cut, whose chunk takes its snapshot after it is marked in flight below,
+/// so it sees that change (INV: CO-5).
 async fn cut(
     client: &Client,
     statements: &Statements,
     state: &CopyState,
     rows: i64,
 ) -> Result<Option<Chunk>, CasError> {
-    let mut guard = state.ledger.lock().await;
-    let (ledger, _) = &mut *guard;
-    if ledger.exhausted() || ledger.halted() {
-        return Ok(None);
-    }
-    let lo = ledger.cursor().cloned();
+    let _cutting = state.cutting.lock().await;
+    let lo = {
+        let guard = state.ledger.lock().await;
+        let (ledger, _) = &*guard;
+        if ledger.exhausted() || ledger.halted() {
+            return Ok(None);
+        }
+        ledger.cursor().cloned()
+    };
     let sql = statements.next_bound(lo.is_some());
     let mut params: Vec<&(dyn ToSql + Sync)> = Vec::new();
     if let Some(lo) = &lo {
@@ -81,6 +94,17 @@ async fn cut(
             .map(|i| row.get::<_, String>(i))
             .collect()
     });
+    let mut guard = state.ledger.lock().await;
+    let (ledger, _) = &mut *guard;
+    if ledger.halted() {
+        // A chunk failed meanwhile: its worker reports it.
+        return Ok(None);
+    }
+    if ledger.cursor() != lo.as_ref() {
+        return Err(CasError::Record(
+            "the copy ledger's cursor moved while a chunk was being cut".to_owned(),
+        ));
+    }
     // INV: CO-5 — marked in flight here, under the lock, before the chunk's snapshot.
     Ok(Some(ledger.cut(hi)))
 }

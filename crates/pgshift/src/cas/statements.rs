@@ -232,14 +232,17 @@ impl Statements {
     }
 
     /// The key value `rows` rows past `lo` and below `hi` in key order (`$1…` = the
-    /// bounds present), as text: the end of a smaller chunk inside `[lo, hi)`.
+    /// bounds present), as text: the end of a smaller chunk inside `[lo, hi)`. The
+    /// text is made of the one row found only: a target list under the `OFFSET` would
+    /// be computed for every row it skips (10 M-row `bigint` key, 330,000 rows
+    /// skipped: 31–47 ms against 25–27 ms).
     pub fn next_bound_within(&self, lo: bool, hi: bool) -> String {
         let (condition, used) = self.key.range(Some("s"), lo, hi, 1);
+        let columns = self.key.order_by(Some("s"));
         format!(
-            "SELECT {} FROM {} s WHERE {condition} ORDER BY {} OFFSET ${} LIMIT 1",
-            self.key.as_text(Some("s")),
+            "SELECT {} FROM (SELECT {columns} FROM {} s WHERE {condition} ORDER BY {columns} OFFSET ${} LIMIT 1) b",
+            self.key.as_text(Some("b")),
             self.source,
-            self.key.order_by(Some("s")),
             used + 1
         )
     }

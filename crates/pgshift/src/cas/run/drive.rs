@@ -83,6 +83,7 @@ pub(super) async fn drive(
     let copy_done = record.copy_finished || phase > Phase::Copying;
     let state = Arc::new(CopyState {
         ledger: Mutex::new((Ledger::resume(record.landed_prefix.clone(), copy_done), 0)),
+        cutting: Mutex::new(()),
         rows: AtomicI64::new(0),
         key_ready: AtomicBool::new(key_exists(client, &plan).await?),
     });
