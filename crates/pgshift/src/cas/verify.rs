@@ -151,8 +151,15 @@ pub async fn check_chunk(
     let (has_lo, has_hi) = (lo.is_some(), hi.is_some());
     let values = params(lo, hi);
     let run = async {
+        // A chunk is a key range of at most `LARGEST` rows, read through the key's
+        // index on both sides: never a scan of a whole table, whatever the planner's
+        // statistics say (a table never analyzed has a range open at one end
+        // estimated at a third of its rows, and was read whole for the first and the
+        // last chunk: about 2 s each at 10 M rows, against 57 ms for the others).
         client
-            .batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            .batch_execute(
+                "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET LOCAL enable_seqscan = off",
+            )
             .await?;
         let pending: i64 = client
             .query_one(&statements.pending_in_range(has_lo, has_hi), &values)

@@ -1,5 +1,5 @@
 //! The indexing phase: the shadow's primary key, then its other indexes and
-//! constraints, each built once.
+//! constraints, each built once, then its planner statistics.
 use crate::cas::throttle::{Pacer, Throttle};
 use std::sync::atomic::Ordering;
 
@@ -192,5 +192,21 @@ pub(super) async fn build_indexes(
             .await?;
         }
     }
-    Ok(())
+    pace.admit().await;
+    let _paused = pause().await;
+    analyze_shadow(client, plan).await
+}
+
+/// Gives the shadow (and its partitions) planner statistics, once its indexes are
+/// built. Without them a range open at one end (verification's first and last chunks)
+/// is estimated at a third of the table, and the planner reads the whole shadow: on a
+/// 10 M-row table each of those two chunks took about 2 s, against 57 ms for the
+/// others. And the table the swap puts in the source's place has the statistics a
+/// query planned right after needs, rather than waiting for autovacuum. Run again by
+/// a process that resumes the indexing phase: it is cheap (a sample) and idempotent.
+async fn analyze_shadow(client: &Client, plan: &RunPlan) -> Result<(), CasError> {
+    let result = client
+        .batch_execute(&on_shadow(plan, &format!("ANALYZE {}", plan.shadow)))
+        .await;
+    session::settle(client, "analyzing the shadow", result).await
 }
