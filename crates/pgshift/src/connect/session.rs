@@ -10,7 +10,10 @@
 //!    `current_user` and `current_database()`, kept as the user's view for resolving
 //!    unqualified names;
 //! 3. `search_path = pg_catalog, pg_temp`, so no schema the user can create objects
-//!    in can shadow a function or operator that pgshift's own queries call.
+//!    in can shadow a function or operator that pgshift's own queries call;
+//! 4. `deadlock_timeout` = [`DEADLOCK_TIMEOUT_MS`], where the role may set it (a
+//!    superuser, or a role granted `SET` on it), so that an autovacuum worker holding
+//!    a lock the session waits for is cancelled by the server within the wait.
 //!
 //! The preparation is bounded by the connect timeout. Only validated integers are
 //! formatted into SQL.
@@ -18,6 +21,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use tokio_postgres::error::SqlState;
 use tokio_postgres::Client;
 
 use super::budgets::SessionBudgets;
@@ -26,6 +30,16 @@ use super::search_path;
 
 /// The oldest server pgshift works with: PostgreSQL 14.
 pub const MIN_SERVER_VERSION_NUM: u32 = 140_000;
+
+/// The `deadlock_timeout` of a session, where the role may set it. A backend waiting
+/// for a lock runs the deadlock check after `deadlock_timeout`, and only then has the
+/// server cancel an autovacuum worker that blocks it (not one that prevents
+/// wraparound). The server's default is 1 s, the same as the engine's lock budgets:
+/// both timers then fire at once, the lock timeout's error is raised first, and the
+/// worker is never cancelled — an autovacuum of a large table (often right after a
+/// copy-and-swap, which inserts every row) then failed every attempt of a step.
+/// A step with a lock budget under this still times out before the cancellation.
+pub const DEADLOCK_TIMEOUT_MS: u64 = 100;
 
 /// The `application_name` of every pgshift session.
 pub(crate) const APPLICATION_NAME: &str = "pgshift";
@@ -151,6 +165,17 @@ async fn prepare_unbounded(
         .batch_execute("SET search_path = pg_catalog, pg_temp")
         .await
         .map_err(|error| ConnectError::setup("set_search_path", error))?;
+    // INV: LK-10 — an autovacuum worker that blocks a lock request of this session is
+    // cancelled within the request's budget; a role that may not set it keeps the
+    // server's (and the limit is stated in the README).
+    match client
+        .batch_execute(&format!("SET deadlock_timeout = {DEADLOCK_TIMEOUT_MS}"))
+        .await
+    {
+        Ok(()) => {}
+        Err(error) if error.code() == Some(&SqlState::INSUFFICIENT_PRIVILEGE) => {}
+        Err(error) => return Err(ConnectError::setup("set_deadlock_timeout", error)),
+    }
     Ok(Session {
         client,
         endpoint: endpoint.to_owned(),
