@@ -227,7 +227,7 @@ mod tests {
         assert!((figures.seconds_at("slow") - 2.5).abs() < 1e-9);
         assert_eq!(
             figures.limits,
-            "writer p99 ≤ 5 ms, writer slowdown ≤ 3×, replica lag ≤ 10000 ms, WAL rate off"
+            "writer p99 ≤ 5 ms, writer slowdown ≤ 2×, replica lag ≤ 10000 ms, WAL rate off"
         );
     }
 
