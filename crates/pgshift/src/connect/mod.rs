@@ -55,6 +55,6 @@ pub use env::{Environment, ProcessEnvironment};
 pub use error::{ConnectError, TlsFileProblem};
 pub use notices::NoticeTap;
 pub(crate) use session::APPLICATION_NAME;
-pub use session::{Session, DEADLOCK_TIMEOUT_MS, MIN_SERVER_VERSION_NUM};
+pub use session::{Session, MIN_SERVER_VERSION_NUM};
 pub use target::{Host, Target, TargetSessionAttrs};
 pub use tls::{RootCert, SslMode, TlsSettings};

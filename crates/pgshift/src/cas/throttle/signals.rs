@@ -152,14 +152,10 @@ struct Baseline {
     quiet: bool,
 }
 
-/// The time between two baseline probes, given the application's sessions at work
-/// when it starts: none, none at all (back to back); otherwise, or when who is at work
-/// cannot be read, `spacing`.
-fn baseline_spacing(at_work: &Result<Vec<i32>, String>, spacing: Duration) -> Duration {
-    match at_work {
-        Ok(pids) if pids.is_empty() => Duration::ZERO,
-        _ => spacing,
-    }
+/// Whether the application's sessions at work, as read when the baseline starts, are
+/// none at all: then its probes go back to back. A reading that failed is not quiet.
+fn quiet(at_work: &Result<Vec<i32>, String>) -> bool {
+    matches!(at_work, Ok(pids) if pids.is_empty())
 }
 
 impl Baseline {
@@ -221,9 +217,12 @@ impl Signals {
     /// the lowest it can be, so the slowdown is read high rather than low). A reading
     /// that fails keeps the spacing.
     pub async fn measure_baseline(&mut self, client: &Client, spacing: Duration) {
-        let at_work = application_sessions(client, self.run).await;
-        self.baseline.quiet = matches!(&at_work, Ok(pids) if pids.is_empty());
-        let spacing = baseline_spacing(&at_work, spacing);
+        self.baseline.quiet = quiet(&application_sessions(client, self.run).await);
+        let spacing = if self.baseline.quiet {
+            Duration::ZERO
+        } else {
+            spacing
+        };
         while !self.baseline.complete() && !self.baseline.closed {
             if self.probe(client).await.is_err() {
                 return;
@@ -422,14 +421,10 @@ mod tests {
 
     #[test]
     fn the_baseline_is_probed_back_to_back_only_when_no_application_session_is_at_work() {
-        let spacing = Duration::from_millis(25);
-        assert_eq!(baseline_spacing(&Ok(vec![]), spacing), Duration::ZERO);
-        assert_eq!(baseline_spacing(&Ok(vec![4242]), spacing), spacing);
+        assert!(quiet(&Ok(vec![])));
+        assert!(!quiet(&Ok(vec![4242])));
         // Who is at work could not be read: sampled as if the application were.
-        assert_eq!(
-            baseline_spacing(&Err("permission denied".to_owned()), spacing),
-            spacing
-        );
+        assert!(!quiet(&Err("permission denied".to_owned())));
     }
 
     #[test]
