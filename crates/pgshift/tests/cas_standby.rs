@@ -42,7 +42,8 @@ fn replica() -> &'static Cluster {
         replica
             .psql(
                 "postgres",
-                "ALTER SYSTEM SET max_standby_streaming_delay = '1s'; ALTER SYSTEM SET hot_standby_feedback = on; SELECT pg_reload_conf();",
+                "ALTER SYSTEM SET max_standby_streaming_delay = '1s'; ALTER SYSTEM SET hot_standby_feedback = on; \
+                 ALTER SYSTEM SET log_recovery_conflict_waits = on; SELECT pg_reload_conf();",
             )
             .expect("the standby's setting");
         replica
@@ -361,7 +362,14 @@ async fn a_standby_query_started_after_the_check_is_reported_cancelled_by_the_sw
     };
     assert!(queried.replayed_swap_after_ms.is_some(), "{queried:?}");
     assert_eq!(queried.confl_lock_before, conflicts_before, "{queried:?}");
-    assert_eq!(queried.cancelled_by_swap, Some(1), "{queried:?}");
+    // One reader counts once for its cancelled statement, and a second time when the
+    // startup process's next signal lands before its error is raised and ends its
+    // connection too (an ERROR and a FATAL in the standby's log).
+    assert!(
+        matches!(queried.cancelled_by_swap, Some(1 | 2)),
+        "{queried:?}; the standby's log:\n{}",
+        replica().log_tail(80)
+    );
     assert_eq!(queried.confl_lock_after, Some(standby_confl_lock(&db)));
 }
 

@@ -72,9 +72,11 @@ pub struct QueriedStandby {
     /// The same, read after the standby replayed the swap (and its statistics had a
     /// moment to arrive); `None` when it did not replay within the wait.
     pub confl_lock_after: Option<i64>,
-    /// Queries the swap's replay cancelled there: `confl_lock_after -
-    /// confl_lock_before` (any other lock conflict in that database in between counts
-    /// too).
+    /// Cancellations by lock conflicts there while the swap replayed:
+    /// `confl_lock_after - confl_lock_before` (any other lock conflict in that
+    /// database in between counts too). The server counts cancellations, not
+    /// sessions: a backend whose statement is cancelled can also have its connection
+    /// ended by the startup process's next signal, and counts twice.
     pub cancelled_by_swap: Option<i64>,
     /// How long after the swap's commit the standby had replayed it (ms).
     pub replayed_swap_after_ms: Option<u64>,
@@ -310,9 +312,9 @@ pub fn clear_note(standby: &QueriedStandby, table: &str) -> String {
 pub fn cancelled_note(standby: &QueriedStandby) -> String {
     match (standby.cancelled_by_swap, standby.replayed_swap_after_ms) {
         (Some(n), Some(ms)) => format!(
-            "standby {}: replayed the swap {ms} ms after its commit; {n} quer{} cancelled by lock conflicts meanwhile (confl_lock {} → {})",
+            "standby {}: replayed the swap {ms} ms after its commit; {n} cancellation{} by lock conflicts meanwhile (confl_lock {} → {}; a session whose statement is cancelled and then its connection ended counts twice)",
             standby.standby,
-            if n == 1 { "y" } else { "ies" },
+            if n == 1 { "" } else { "s" },
             standby.confl_lock_before,
             standby.confl_lock_after.unwrap_or_default()
         ),
