@@ -76,7 +76,7 @@ struct RunArgs {
     #[arg(long)]
     p1_large_rows: Option<u64>,
     /// `--max-writer-slowdown` (a ratio over the probe's baseline) of P3's run with
-    /// the stricter throttle (the default throttle's is 3).
+    /// the stricter throttle (the default throttle's is 2).
     #[arg(long, default_value_t = 1.5)]
     strict_writer_slowdown: f64,
     /// Rows of P6's small table [default: rows / 10].

@@ -1,6 +1,6 @@
 //! The indexing phase: the shadow's primary key, then its other indexes and
 //! constraints, each built once, then its planner statistics.
-use crate::cas::throttle::{Pacer, Throttle};
+use crate::cas::throttle::{Pace, Pacer, Throttle};
 use std::sync::atomic::Ordering;
 
 use tokio_postgres::Client;
@@ -21,10 +21,29 @@ use pgshift_sql::{quote_ident, QualifiedName};
 /// key's referenced table) is still waited for briefly. Run it through
 /// [`session::settle`].
 pub(super) fn on_shadow(plan: &RunPlan, ddl: &str) -> String {
+    on_shadow_at(plan, ddl, Pace::Open)
+}
+
+/// [`on_shadow`] for work the throttle admitted at `pace`: while the work is slowed an
+/// index is built by its session alone (`max_parallel_maintenance_workers = 0`). A
+/// build cannot be paused once started, and a parallel one takes every core of a
+/// small machine for its length, the writers' share included.
+pub(super) fn on_shadow_at(plan: &RunPlan, ddl: &str, pace: Pace) -> String {
     format!(
-        "BEGIN; {}; SET LOCAL maintenance_work_mem = '256MB'; {ddl}; COMMIT",
-        session::lock_shadow(&plan.shadow, session::RUN_SESSION.lock_timeout_ms)
+        "BEGIN; {}; {}; {ddl}; COMMIT",
+        session::lock_shadow(&plan.shadow, session::RUN_SESSION.lock_timeout_ms),
+        build_settings(pace)
     )
+}
+
+/// The settings of a build admitted at `pace`.
+fn build_settings(pace: Pace) -> &'static str {
+    match pace {
+        Pace::Open => "SET LOCAL maintenance_work_mem = '256MB'",
+        Pace::Slow { .. } | Pace::Paused => {
+            "SET LOCAL maintenance_work_mem = '256MB'; SET LOCAL max_parallel_maintenance_workers = 0"
+        }
+    }
 }
 
 /// Whether the shadow has its primary key, valid, under the plan's temporary name (a
@@ -51,7 +70,7 @@ pub(super) async fn key_exists(client: &Client, plan: &RunPlan) -> Result<bool, 
 /// copy never does — fail the build with a unique violation, and the run stops with
 /// nothing swapped (INV: CO-5).
 pub(super) async fn ensure_key(client: &Client, plan: &RunPlan) -> Result<(), CasError> {
-    ensure_key_watched(client, plan, None).await
+    ensure_key_watched(client, plan, None, Pace::Open).await
 }
 
 /// [`ensure_key`], with the build reported on `watcher` (when there is one).
@@ -59,6 +78,7 @@ async fn ensure_key_watched(
     client: &Client,
     plan: &RunPlan,
     watcher: Option<&mut Watcher<'_>>,
+    pace: Pace,
 ) -> Result<(), CasError> {
     let Some(build) = &plan.key_build else {
         return Ok(());
@@ -73,13 +93,14 @@ async fn ensure_key_watched(
         schema: plan.shadow.schema.clone(),
         name: plan.shadow_key_name.clone(),
     };
-    let sql = on_shadow(
+    let sql = on_shadow_at(
         plan,
         &format!(
             "ALTER TABLE {} DROP CONSTRAINT IF EXISTS {}; DROP INDEX IF EXISTS {index}; {build}",
             plan.shadow,
             quote_ident(&plan.shadow_key_name)
         ),
+        pace,
     );
     let result = match watcher {
         Some(watcher) => watcher.run(client, "primary key", &sql).await,
@@ -106,10 +127,10 @@ pub(super) async fn build_indexes(
     let client = session.client();
     // One build at a time, each started at the throttle's word (INV: OC-5).
     let pace = Pacer::new(throttle.clone(), 0);
-    pace.admit().await;
+    let admitted = pace.admit().await;
     let builds = usize::from(plan.key_build.is_some()) + plan.indexes.len();
     let mut watcher = Watcher::new(client, monitor, progress, builds).await;
-    ensure_key_watched(client, plan, Some(&mut watcher)).await?;
+    ensure_key_watched(client, plan, Some(&mut watcher), admitted).await?;
     state.key_ready.store(true, Ordering::Release);
     let pause = || async {
         match applier {
@@ -131,10 +152,14 @@ pub(super) async fn build_indexes(
             watcher.skip();
             continue;
         }
-        pace.admit().await;
+        let admitted = pace.admit().await;
         let _paused = pause().await;
         let result = watcher
-            .run(client, &index.source_name, &on_shadow(plan, &index.sql))
+            .run(
+                client,
+                &index.source_name,
+                &on_shadow_at(plan, &index.sql, admitted),
+            )
             .await;
         session::settle(
             client,
@@ -209,4 +234,23 @@ async fn analyze_shadow(client: &Client, plan: &RunPlan) -> Result<(), CasError>
         .batch_execute(&on_shadow(plan, &format!("ANALYZE {}", plan.shadow)))
         .await;
     session::settle(client, "analyzing the shadow", result).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_build_admitted_while_slowed_has_no_parallel_workers() {
+        assert!(!build_settings(Pace::Open).contains("max_parallel_maintenance_workers"));
+        let slowed = build_settings(Pace::Slow {
+            pause_ms: 0,
+            workers: 2,
+        });
+        assert!(
+            slowed.ends_with("SET LOCAL max_parallel_maintenance_workers = 0"),
+            "{slowed}"
+        );
+        assert!(slowed.starts_with(build_settings(Pace::Open)), "{slowed}");
+    }
 }

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::decide::{decide, Pace, Readings, ThrottleLimits};
+use super::ease::ease;
 use super::signals::{Sample, Signals, PROBE_SPACING};
 use super::{describe, reason_kind, record, Throttle, ThrottleEvent};
 use crate::cas::error::CasError;
@@ -70,6 +71,7 @@ impl Controller {
             throttle: throttle.clone(),
             last_event: None,
             last_state: String::new(),
+            decided: false,
         };
         if limits.max_writer_slowdown.is_some() {
             tick.signals
@@ -149,6 +151,9 @@ struct Tick {
     throttle: Throttle,
     last_event: Option<(Instant, Pace, String)>,
     last_state: String,
+    /// A decision was made from readings (the pace before it is the placeholder
+    /// "no signal read yet").
+    decided: bool,
 }
 
 impl Tick {
@@ -168,8 +173,20 @@ impl Tick {
                     wal_bytes_per_s: sample.wal_bytes_per_s.clone(),
                     operator_paused: record::operator_paused(client, self.run).await,
                 };
-                let was_paused = self.throttle.state().0 == Pace::Paused;
-                let (pace, reason) = decide(&readings, &self.limits, self.workers, was_paused);
+                // The pace before the first decision is no pause to ease out of.
+                let previous = if self.decided {
+                    self.throttle.state().0
+                } else {
+                    Pace::Open
+                };
+                self.decided = true;
+                let allowed = decide(
+                    &readings,
+                    &self.limits,
+                    self.workers,
+                    previous == Pace::Paused,
+                );
+                let (pace, reason) = ease(previous, allowed, self.workers);
                 (pace, reason, Some(sample))
             }
             // INV: OC-5 — no session to read the signals on: paused.

@@ -5,14 +5,17 @@
 //! Fail closed (INV: OC-5): a signal that cannot be read, and a throttle whose last
 //! decision is too old, pause the work; nothing ever speeds it up past its settings.
 //!
-//! `controller` reads the signals on a session of its own and decides (`decide`, pure);
-//! every worker asks [`Throttle::admit`] before each chunk (or index build). The
+//! `controller` reads the signals on a session of its own and decides (`decide`, pure),
+//! loosening the pace only step by step after a pause or a slowdown (`ease`, pure);
+//! every worker asks [`Throttle::admit`] before each chunk (or index build: one
+//! admitted while slowed is built without parallel maintenance workers). The
 //! decisions are kept for the run's report ([`ThrottleEvent`]), and the state for
 //! `status` in the run record (`record`). `standby` is the check the cutover makes of
 //! the standbys before it takes the swap's lock.
 
 mod controller;
 pub mod decide;
+pub mod ease;
 pub mod record;
 pub mod signals;
 pub mod standby;
@@ -129,17 +132,17 @@ impl Throttle {
 
     /// Waits until worker `worker` (numbered from 0) may start its next piece of work:
     /// at once when open; after the pause when slowed and among the workers allowed;
-    /// not while paused.
-    pub async fn admit(&self, worker: usize) {
+    /// not while paused. Returns the pace it was let go under (open or slow).
+    pub async fn admit(&self, worker: usize) -> Pace {
         loop {
             if self.0.stopped.load(Ordering::Relaxed) {
-                return;
+                return Pace::Open;
             }
             match self.state().0 {
-                Pace::Open => return,
-                Pace::Slow { pause_ms, workers } if worker < workers => {
+                Pace::Open => return Pace::Open,
+                pace @ Pace::Slow { pause_ms, workers } if worker < workers => {
                     tokio::time::sleep(Duration::from_millis(pause_ms)).await;
-                    return;
+                    return pace;
                 }
                 Pace::Slow { .. } | Pace::Paused => tokio::time::sleep(WAIT).await,
             }
@@ -202,9 +205,10 @@ impl Pacer {
         Pacer::new(Throttle::unthrottled(), 0)
     }
 
-    /// Waits until this worker may start its next piece of work.
-    pub async fn admit(&self) {
-        self.throttle.admit(self.worker).await;
+    /// Waits until this worker may start its next piece of work; the pace it was let
+    /// go under (open or slow).
+    pub async fn admit(&self) -> Pace {
+        self.throttle.admit(self.worker).await
     }
 }
 
