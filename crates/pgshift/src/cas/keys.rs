@@ -51,15 +51,7 @@ impl KeySpec {
 
     /// `("a", "b")`, optionally qualified with `alias.`.
     pub fn tuple(&self, alias: Option<&str>) -> String {
-        let parts: Vec<String> = self
-            .columns
-            .iter()
-            .map(|c| match alias {
-                Some(alias) => format!("{alias}.{}", quote_ident(&c.name)),
-                None => quote_ident(&c.name),
-            })
-            .collect();
-        format!("({})", parts.join(", "))
+        format!("({})", self.order_by(alias))
     }
 
     /// `($n::pg_catalog.text::t1, $n+1::pg_catalog.text::t2)`: a key value as
@@ -115,13 +107,18 @@ impl KeySpec {
         }
     }
 
-    /// `ORDER BY a, b`.
+    /// `"a", "b"`, optionally qualified with `alias.`: the key's columns as a list (an
+    /// `ORDER BY`, a `SELECT` list, a `DISTINCT`).
     pub fn order_by(&self, alias: Option<&str>) -> String {
-        let tuple = self.tuple(alias);
-        tuple
-            .trim_start_matches('(')
-            .trim_end_matches(')')
-            .to_owned()
+        let parts: Vec<String> = self
+            .columns
+            .iter()
+            .map(|c| match alias {
+                Some(alias) => format!("{alias}.{}", quote_ident(&c.name)),
+                None => quote_ident(&c.name),
+            })
+            .collect();
+        parts.join(", ")
     }
 
     /// The number of columns.
@@ -171,6 +168,23 @@ mod tests {
             },
         ])
         .expect("valid types")
+    }
+
+    #[test]
+    fn the_key_list_and_tuple_keep_names_with_parentheses_whole() {
+        let key = KeySpec::new(vec![
+            KeyColumn {
+                name: "(a".to_owned(),
+                type_sql: "integer".to_owned(),
+            },
+            KeyColumn {
+                name: "b)".to_owned(),
+                type_sql: "integer".to_owned(),
+            },
+        ])
+        .expect("valid types");
+        assert_eq!(key.order_by(None), r#""(a", "b)""#);
+        assert_eq!(key.tuple(Some("l")), r#"(l."(a", l."b)")"#);
     }
 
     #[test]

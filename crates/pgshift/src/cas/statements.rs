@@ -434,10 +434,7 @@ impl Statements {
         let (condition, _) = self.key.range(None, lo, hi, 1);
         format!(
             "SELECT pg_catalog.count(*) FROM (SELECT DISTINCT {} FROM {} WHERE {condition}) k",
-            self.key
-                .tuple(None)
-                .trim_start_matches('(')
-                .trim_end_matches(')'),
+            self.key.order_by(None),
             self.log
         )
     }
