@@ -37,11 +37,12 @@ pub(super) fn on_shadow_at(plan: &RunPlan, ddl: &str, pace: Pace) -> String {
 }
 
 /// The settings of a build admitted at `pace`.
-fn build_settings(pace: Pace) -> &'static str {
+fn build_settings(pace: Pace) -> String {
+    const MEMORY: &str = "SET LOCAL maintenance_work_mem = '256MB'";
     match pace {
-        Pace::Open => "SET LOCAL maintenance_work_mem = '256MB'",
+        Pace::Open => MEMORY.to_owned(),
         Pace::Slow { .. } | Pace::Paused => {
-            "SET LOCAL maintenance_work_mem = '256MB'; SET LOCAL max_parallel_maintenance_workers = 0"
+            format!("{MEMORY}; SET LOCAL max_parallel_maintenance_workers = 0")
         }
     }
 }
@@ -251,6 +252,6 @@ mod tests {
             slowed.ends_with("SET LOCAL max_parallel_maintenance_workers = 0"),
             "{slowed}"
         );
-        assert!(slowed.starts_with(build_settings(Pace::Open)), "{slowed}");
+        assert!(slowed.starts_with(&build_settings(Pace::Open)), "{slowed}");
     }
 }

@@ -71,7 +71,6 @@ impl Controller {
             throttle: throttle.clone(),
             last_event: None,
             last_state: String::new(),
-            decided: false,
         };
         if limits.max_writer_slowdown.is_some() {
             tick.signals
@@ -151,9 +150,6 @@ struct Tick {
     throttle: Throttle,
     last_event: Option<(Instant, Pace, String)>,
     last_state: String,
-    /// A decision was made from readings (the pace before it is the placeholder
-    /// "no signal read yet").
-    decided: bool,
 }
 
 impl Tick {
@@ -173,13 +169,13 @@ impl Tick {
                     wal_bytes_per_s: sample.wal_bytes_per_s.clone(),
                     operator_paused: record::operator_paused(client, self.run).await,
                 };
-                // The pace before the first decision is no pause to ease out of.
-                let previous = if self.decided {
+                // The pace before the first decision (none recorded yet) is the
+                // placeholder "no signal read yet": no pause to ease out of.
+                let previous = if self.last_event.is_some() {
                     self.throttle.state().0
                 } else {
                     Pace::Open
                 };
-                self.decided = true;
                 let allowed = decide(
                     &readings,
                     &self.limits,

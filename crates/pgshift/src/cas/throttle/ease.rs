@@ -37,22 +37,18 @@ pub fn ease(previous: Pace, target: (Pace, String), workers: usize) -> (Pace, St
             )
         }
     };
+    let (pause_ms, step_workers) = (
+        pause_ms.max(allowed_pause),
+        step_workers.min(allowed_workers).clamp(1, workers),
+    );
+    if (pause_ms, step_workers) == (allowed_pause, allowed_workers) {
+        // The step reaches what the signals allow (open, when they allow that).
+        return target;
+    }
     let pace = Pace::Slow {
-        pause_ms: pause_ms.max(allowed_pause),
-        workers: step_workers.min(allowed_workers).clamp(1, workers),
+        pause_ms,
+        workers: step_workers,
     };
-    if pace == target.0 {
-        return target;
-    }
-    if pace
-        == (Pace::Slow {
-            pause_ms: 0,
-            workers,
-        })
-        && target.0 == Pace::Open
-    {
-        return target;
-    }
     let from = match previous {
         Pace::Paused => "a pause",
         _ => "a slowdown",
