@@ -150,6 +150,66 @@ impl Shape {
     }
 }
 
+/// The columns of the `scalars` shapes: every type hashed in a form of its own, NULL in
+/// every seventh row, or all declared NOT NULL (each hashed without its NULL test).
+fn scalar_columns(nullable: bool) -> Vec<Column> {
+    let c = if nullable { col } else { not_null };
+    vec![
+        not_null("id", "bigint", "g"),
+        c("i2", "smallint", "(g % 30000)::smallint"),
+        c("i4", "int", "g * 3"),
+        c(
+            "i8",
+            "bigint",
+            "CASE WHEN g = 500 THEN 5 ELSE g * 4294967311 END",
+        ),
+        c("b", "boolean", "g % 2 = 0"),
+        c("u", "uuid", "md5(g::text)::uuid"),
+        c("d", "date", "date '2000-01-01' + g::int"),
+        c(
+            "tm",
+            "time",
+            "time '00:00' + g * interval '1.000001 second'",
+        ),
+        c(
+            "ts",
+            "timestamp",
+            "timestamp '2020-01-01' + g * interval '1 minute 0.000001 second'",
+        ),
+        c(
+            "tz",
+            "timestamptz",
+            "CASE WHEN g = 500 THEN timestamptz '2000-01-01 00:00:00.000005+00' \
+             ELSE timestamptz '2026-01-01 00:00:00+00' + g * interval '1.000001 second' END",
+        ),
+        c("by", "bytea", "decode(md5(g::text), 'hex')"),
+        c(
+            "t",
+            "text",
+            "CASE WHEN g % 11 = 0 THEN '' ELSE 'row ' || g END",
+        ),
+        c("v", "varchar(20)", "'v' || g"),
+    ]
+}
+
+/// Tamperings of the `scalars` shapes by values whose PostgreSQL hashes fold alike,
+/// and by the smallest change of a `timestamptz`.
+const FOLDS: [(&str, &str); 3] = [
+    (
+        // 5 and 2^32 + 4 fold to the same 32 bits in hashint8extended.
+        "bigint: a value with the same 32-bit fold",
+        "UPDATE {shadow} SET i8 = 4294967300 WHERE id = 500",
+    ),
+    (
+        "timestamptz: an instant with the same 32-bit fold",
+        "UPDATE {shadow} SET tz = tz + interval '4294.967295 seconds' WHERE id = 500",
+    ),
+    (
+        "timestamptz: one microsecond later",
+        "UPDATE {shadow} SET tz = tz + interval '1 microsecond' WHERE id = 100",
+    ),
+];
+
 fn shapes(icu: bool) -> Vec<Shape> {
     let mut structured = vec![
         not_null("id", "int", "g"),
@@ -198,37 +258,10 @@ fn shapes(icu: bool) -> Vec<Shape> {
     vec![
         Shape {
             table: "scalars",
-            columns: vec![
-                not_null("id", "bigint", "g"),
-                col("i2", "smallint", "(g % 30000)::smallint"),
-                col("i4", "int", "g * 3"),
-                col(
-                    "i8",
-                    "bigint",
-                    "CASE WHEN g = 500 THEN 5 ELSE g * 4294967311 END",
-                ),
-                col("b", "boolean", "g % 2 = 0"),
-                col("u", "uuid", "md5(g::text)::uuid"),
-                col("d", "date", "date '2000-01-01' + g::int"),
-                col("tm", "time", "time '00:00' + g * interval '1.000001 second'"),
-                col(
-                    "ts",
-                    "timestamp",
-                    "timestamp '2020-01-01' + g * interval '1 minute 0.000001 second'",
-                ),
-                col(
-                    "tz",
-                    "timestamptz",
-                    "CASE WHEN g = 500 THEN timestamptz '2000-01-01 00:00:00.000005+00' \
-                     ELSE timestamptz '2026-01-01 00:00:00+00' + g * interval '1.000001 second' END",
-                ),
-                col("by", "bytea", "decode(md5(g::text), 'hex')"),
-                col("t", "text", "CASE WHEN g % 11 = 0 THEN '' ELSE 'row ' || g END"),
-                col("v", "varchar(20)", "'v' || g"),
-            ],
+            columns: scalar_columns(true),
             key: "id",
             statement: "ALTER TABLE scalars ALTER COLUMN i4 TYPE bigint",
-            special: vec![
+            special: [
                 (
                     "text: NULL for ''",
                     "UPDATE {shadow} SET t = NULL WHERE id = (SELECT min(id) FROM {shadow} WHERE t = '')",
@@ -237,20 +270,17 @@ fn shapes(icu: bool) -> Vec<Shape> {
                     "text: '' for NULL",
                     "UPDATE {shadow} SET t = '' WHERE id = (SELECT min(id) FROM {shadow} WHERE t IS NULL)",
                 ),
-                (
-                    // 5 and 2^32 + 4 fold to the same 32 bits in hashint8extended.
-                    "bigint: a value with the same 32-bit fold",
-                    "UPDATE {shadow} SET i8 = 4294967300 WHERE id = 500",
-                ),
-                (
-                    "timestamptz: an instant with the same 32-bit fold",
-                    "UPDATE {shadow} SET tz = tz + interval '4294.967295 seconds' WHERE id = 500",
-                ),
-                (
-                    "timestamptz: one microsecond later",
-                    "UPDATE {shadow} SET tz = tz + interval '1 microsecond' WHERE id = 100",
-                ),
-            ],
+            ]
+            .into_iter()
+            .chain(FOLDS)
+            .collect(),
+        },
+        Shape {
+            table: "scalars_not_null",
+            columns: scalar_columns(false),
+            key: "id",
+            statement: "ALTER TABLE scalars_not_null ALTER COLUMN i4 TYPE bigint",
+            special: FOLDS.to_vec(),
         },
         Shape {
             table: "structured",
@@ -452,4 +482,67 @@ async fn a_swapped_pair_escapes_naive_digests_but_not_the_chained_one() {
         chained("b"),
         "the chained digest sees the swap"
     );
+}
+
+/// A column declared NOT NULL is hashed without its NULL test, which rests on every
+/// function of its chain being strict. The server says so for each form: a NULL in
+/// any one such column leaves the row without a hash (`hashed` 0), so the digest
+/// cannot pass the row and the chunk is compared row by row (INV: CO-10); a `date`,
+/// hashed as a record, keeps its NULL test and is hashed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inv_co_10_a_null_where_the_shadow_declares_not_null_leaves_the_row_unhashed() {
+    let columns = scalar_columns(true);
+    let compared: Vec<&Column> = columns.iter().filter(|c| c.name != "id").collect();
+    let mut defs = vec!["id int PRIMARY KEY".to_owned()];
+    let mut values = vec!["g".to_owned()];
+    for (i, c) in compared.iter().enumerate() {
+        defs.push(format!("{} {}", c.name, c.type_sql));
+        // Row i + 2 has a NULL in this column only; row 1 has none.
+        values.push(format!(
+            "CASE WHEN g = {} THEN NULL ELSE {} END",
+            i + 2,
+            c.value
+        ));
+    }
+    let db = database(
+        "cas_digest_strict",
+        &format!(
+            "CREATE TABLE forms ({});
+             INSERT INTO forms SELECT {} FROM generate_series(1, {}) g;",
+            defs.join(", "),
+            values.join(", "),
+            compared.len() + 1
+        ),
+    );
+    let copy: Vec<pgshift::cas::plan::CopyColumn> = compared
+        .iter()
+        .map(|c| pgshift::cas::plan::CopyColumn {
+            name: c.name.to_owned(),
+            type_sql: value(
+                &db,
+                &format!(
+                    "SELECT format_type(atttypid, atttypmod) FROM pg_attribute \
+                      WHERE attrelid = 'forms'::regclass AND attname = '{}'",
+                    c.name
+                ),
+            ),
+            expression: format!("s.{}", c.name),
+            not_null: true,
+        })
+        .collect();
+    let digest = pgshift::cas::digest::Digest::new(&copy);
+    let hashed = |row: usize| {
+        let side = digest.side(
+            false,
+            "forms",
+            &format!("t.id = {row}"),
+            "CAST(7 AS pg_catalog.int8)",
+        );
+        value(&db, &format!("SELECT n || ' ' || hashed FROM ({side}) d"))
+    };
+    assert_eq!(hashed(1), "1 1", "no NULL: hashed");
+    for (i, c) in compared.iter().enumerate() {
+        let expected = if c.type_sql == "date" { "1 1" } else { "1 0" };
+        assert_eq!(hashed(i + 2), expected, "a NULL in {}", c.name);
+    }
 }

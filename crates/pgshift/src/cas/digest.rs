@@ -25,7 +25,7 @@
 
 use pgshift_sql::quote_ident;
 
-use super::plan::RunPlan;
+use super::plan::CopyColumn;
 
 /// How one compared value enters the row hash.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,55 +71,93 @@ const TS_EPOCH: &str = "CAST('2000-01-01 00:00:00' AS pg_catalog.timestamp)";
 const TSTZ_EPOCH: &str = "CAST('2000-01-01 00:00:00+00' AS pg_catalog.timestamptz)";
 
 /// `h` hashed on with the value `v` of form `form`; `position` makes the NULL flag
-/// of each column its own (a nonzero constant below 2^32: its fold is itself).
-fn step(form: Form, v: &str, h: &str, position: usize) -> String {
-    let flag = position + 1;
-    let seed = format!(
-        "({h}) {XOR} CASE WHEN ({v}) IS NULL THEN CAST({flag} AS pg_catalog.int8) ELSE CAST(0 AS pg_catalog.int8) END"
-    );
+/// of each column its own (a nonzero constant below 2^32: its fold is itself). With
+/// `not_null` (the shadow declares the column NOT NULL) the NULL test is left out:
+/// every function of the chain is strict, so a NULL there makes the row's hash NULL,
+/// which the digest counts apart (see [`Digest::side`]).
+fn step(form: Form, v: &str, h: &str, position: usize, not_null: bool) -> String {
+    // `date` is hashed as a one-field record, whose hash of a NULL field is not NULL.
+    let strict = not_null && form != Form::Date;
+    let seed = if strict {
+        h.to_owned()
+    } else {
+        format!(
+            "({h}) {XOR} CASE WHEN ({v}) IS NULL THEN CAST({} AS pg_catalog.int8) ELSE CAST(0 AS pg_catalog.int8) END",
+            position + 1
+        )
+    };
+    // `expr`, or where it may be NULL, `expr` with the type's stand-in for NULL.
+    let guard = |expr: String, stand_in: &str| {
+        if strict {
+            expr
+        } else {
+            format!("COALESCE({expr}, {stand_in})")
+        }
+    };
+    let or = |stand_in: &str| guard(v.to_owned(), stand_in);
     let hex = |bytes: String| {
         format!("pg_catalog.hashtextextended(pg_catalog.encode({bytes}, 'hex'), {seed})")
     };
     match form {
         Form::Int2 => format!(
-            "pg_catalog.hashint2extended(COALESCE({v}, CAST(0 AS pg_catalog.int2)), {seed})"
+            "pg_catalog.hashint2extended({}, {seed})",
+            or("CAST(0 AS pg_catalog.int2)")
         ),
         Form::Int4 => format!(
-            "pg_catalog.hashint4extended(COALESCE({v}, CAST(0 AS pg_catalog.int4)), {seed})"
+            "pg_catalog.hashint4extended({}, {seed})",
+            or("CAST(0 AS pg_catalog.int4)")
         ),
         Form::Int8 => {
-            let value = format!("COALESCE({v}, CAST(0 AS pg_catalog.int8))");
+            let value = or("CAST(0 AS pg_catalog.int8)");
             format!("pg_catalog.hashint8extended({value}, ({seed}) {XOR} {value})")
         }
         Form::Oid => format!(
-            "pg_catalog.hashoidextended(COALESCE({v}, CAST(0 AS pg_catalog.oid)), {seed})"
+            "pg_catalog.hashoidextended({}, {seed})",
+            or("CAST(0 AS pg_catalog.oid)")
         ),
         Form::Bool => format!(
-            "pg_catalog.hashint4extended(CAST(COALESCE({v}, false) AS pg_catalog.int4), {seed})"
+            "pg_catalog.hashint4extended(CAST({} AS pg_catalog.int4), {seed})",
+            or("false")
         ),
         Form::Uuid => format!(
-            "pg_catalog.uuid_hash_extended(COALESCE({v}, CAST('00000000-0000-0000-0000-000000000000' AS pg_catalog.uuid)), {seed})"
+            "pg_catalog.uuid_hash_extended({}, {seed})",
+            or("CAST('00000000-0000-0000-0000-000000000000' AS pg_catalog.uuid)")
         ),
         // The type's own hash (of its 32-bit value): 14 has no `hashdateextended`.
         Form::Date => format!(
-            "pg_catalog.hash_record_extended(ROW(COALESCE({v}, CAST('2000-01-01' AS pg_catalog.date))), {seed})"
+            "pg_catalog.hash_record_extended(ROW({}), {seed})",
+            or("CAST('2000-01-01' AS pg_catalog.date)")
         ),
-        Form::Bytea => hex(format!("COALESCE({v}, CAST('' AS pg_catalog.bytea))")),
+        Form::Bytea => hex(or("CAST('' AS pg_catalog.bytea)")),
         Form::Time => hex(format!(
-            "pg_catalog.time_send(COALESCE({v}, CAST('00:00' AS pg_catalog.time)))"
+            "pg_catalog.time_send({})",
+            or("CAST('00:00' AS pg_catalog.time)")
         )),
-        Form::Timestamp => format!(
-            "pg_catalog.hashfloat8extended(COALESCE(pg_catalog.tsrange_subdiff({v}, {TS_EPOCH}), 0), \
-             pg_catalog.timestamp_hash_extended(COALESCE({v}, {TS_EPOCH}), {seed}))"
-        ),
+        Form::Timestamp => {
+            let seconds = format!("pg_catalog.tsrange_subdiff({v}, {TS_EPOCH})");
+            format!(
+                "pg_catalog.hashfloat8extended({}, pg_catalog.timestamp_hash_extended({}, {seed}))",
+                guard(seconds, "0"),
+                or(TS_EPOCH)
+            )
+        }
         // `timezone(interval '0', v)`: the same instant as a `timestamp`, unconverted.
-        Form::Timestamptz => format!(
-            "pg_catalog.hashfloat8extended(COALESCE(pg_catalog.tstzrange_subdiff({v}, {TSTZ_EPOCH}), 0), \
-             pg_catalog.timestamp_hash_extended(COALESCE(pg_catalog.timezone(CAST('0' AS pg_catalog.interval), {v}), {TS_EPOCH}), {seed}))"
-        ),
-        Form::Text => format!(
-            "pg_catalog.hashtextextended(COALESCE({v} COLLATE pg_catalog.\"C\", ''), {seed})"
-        ),
+        Form::Timestamptz => {
+            let seconds = format!("pg_catalog.tstzrange_subdiff({v}, {TSTZ_EPOCH})");
+            let instant = format!("pg_catalog.timezone(CAST('0' AS pg_catalog.interval), {v})");
+            format!(
+                "pg_catalog.hashfloat8extended({}, pg_catalog.timestamp_hash_extended({}, {seed}))",
+                guard(seconds, "0"),
+                guard(instant, TS_EPOCH)
+            )
+        }
+        Form::Text => {
+            let bytes = format!("{v} COLLATE pg_catalog.\"C\"");
+            format!(
+                "pg_catalog.hashtextextended({}, {seed})",
+                guard(bytes, "''")
+            )
+        }
     }
 }
 
@@ -127,19 +165,18 @@ fn step(form: Form, v: &str, h: &str, position: usize) -> String {
 /// side, and the query that aggregates it.
 #[derive(Clone, Debug)]
 pub struct Digest {
-    /// Per compared column: its form (`None`: by text), the source's value and the
-    /// shadow's.
-    columns: Vec<(Option<Form>, String, String)>,
+    /// Per compared column: its form (`None`: by text), the source's value, the
+    /// shadow's, and whether the shadow declares it NOT NULL.
+    columns: Vec<(Option<Form>, String, String, bool)>,
     /// Whether the source's values are computed (a `USING` expression): they are then
     /// computed once per row in a subquery, not once per use.
     computed: bool,
 }
 
 impl Digest {
-    /// The digest of `plan`'s compared columns.
-    pub fn new(plan: &RunPlan) -> Self {
-        let columns = plan
-            .columns
+    /// The digest of a run's compared columns (its plan's `columns`).
+    pub fn new(compared: &[CopyColumn]) -> Self {
+        let columns = compared
             .iter()
             .map(|c| {
                 let form = super::statements::equality_base(&c.type_sql)
@@ -149,11 +186,11 @@ impl Digest {
                     form,
                     format!("CAST({} AS {})", c.expression, c.type_sql),
                     format!("t.{}", quote_ident(&c.name)),
+                    c.not_null,
                 )
             })
             .collect();
-        let computed = plan
-            .columns
+        let computed = compared
             .iter()
             .any(|c| c.expression != format!("s.{}", quote_ident(&c.name)));
         Digest { columns, computed }
@@ -164,9 +201,9 @@ impl Digest {
     fn row_hash(&self, values: &[String], seed: &str) -> String {
         let mut h = seed.to_owned();
         let mut as_text = Vec::new();
-        for (i, ((form, _, _), v)) in self.columns.iter().zip(values).enumerate() {
+        for (i, ((form, _, _, not_null), v)) in self.columns.iter().zip(values).enumerate() {
             match form {
-                Some(form) => h = step(*form, v, &h, i),
+                Some(form) => h = step(*form, v, &h, i, *not_null),
                 None => as_text.push(v.as_str()),
             }
         }
@@ -188,7 +225,7 @@ impl Digest {
         let values: Vec<String> = self
             .columns
             .iter()
-            .map(|(_, s, t)| if source { s.clone() } else { t.clone() })
+            .map(|(_, s, t, _)| if source { s.clone() } else { t.clone() })
             .collect();
         let rows = if source && self.computed {
             // Each computed value once per row, then hashed.
@@ -210,8 +247,11 @@ impl Digest {
             )
         };
         // `OFFSET 0`: the hash is computed once per row, not once per aggregate.
+        // `hashed`: the rows whose hash is not NULL (a NULL in a column hashed without
+        // its NULL test), the only ones the sum and XOR cover.
         format!(
-            "SELECT pg_catalog.count(*) AS n, CAST(pg_catalog.sum(r.h) AS pg_catalog.text) AS sum, \
+            "SELECT pg_catalog.count(*) AS n, pg_catalog.count(r.h) AS hashed, \
+                    CAST(pg_catalog.sum(r.h) AS pg_catalog.text) AS sum, \
                     pg_catalog.bit_xor(r.h) AS xor FROM ({rows} OFFSET 0) r"
         )
     }
@@ -249,9 +289,39 @@ mod tests {
     }
 
     #[test]
+    fn a_column_declared_not_null_is_hashed_without_its_null_test() {
+        for form in [
+            Form::Int2,
+            Form::Int4,
+            Form::Int8,
+            Form::Oid,
+            Form::Bool,
+            Form::Uuid,
+            Form::Bytea,
+            Form::Time,
+            Form::Timestamp,
+            Form::Timestamptz,
+            Form::Text,
+        ] {
+            let strict = step(form, "v", "h", 0, true);
+            assert!(
+                !strict.contains("IS NULL") && !strict.contains("COALESCE"),
+                "{form:?}: {strict}"
+            );
+            let nullable = step(form, "v", "h", 0, false);
+            assert!(
+                nullable.contains("IS NULL") && nullable.contains("COALESCE"),
+                "{form:?}: {nullable}"
+            );
+        }
+        // A record's hash of a NULL field is not NULL: `date` keeps its test.
+        assert!(step(Form::Date, "v", "h", 0, true).contains("IS NULL"));
+    }
+
+    #[test]
     fn null_flags_differ_per_position_and_fold_to_themselves() {
-        let a = step(Form::Int4, "v", "h", 0);
-        let b = step(Form::Int4, "v", "h", 1);
+        let a = step(Form::Int4, "v", "h", 0, false);
+        let b = step(Form::Int4, "v", "h", 1, false);
         assert!(a.contains("CAST(1 AS pg_catalog.int8)"), "{a}");
         assert!(b.contains("CAST(2 AS pg_catalog.int8)"), "{b}");
     }

@@ -28,6 +28,12 @@ pub struct CopyColumn {
     pub type_sql: String,
     /// The expression over the source row (alias `s`) giving its value.
     pub expression: String,
+    /// The shadow's column is declared NOT NULL. Only a hint for the digest's row
+    /// hash, which then leaves out its NULL test (a NULL there makes the row's hash
+    /// NULL, and the chunk is compared row by row): correctness never rests on it.
+    /// Absent from the plans of older runs: `false`, the hash with the NULL test.
+    #[serde(default)]
+    pub not_null: bool,
 }
 
 /// An index or constraint to build on the shadow after the copy.

@@ -201,7 +201,7 @@ impl Statements {
             columns: columns.join(", "),
             expressions: expressions.join(", "),
             compare: Compare::new(plan),
-            digest: Digest::new(plan),
+            digest: Digest::new(&plan.columns),
             verify: plan.options.verify,
             replica: plan.source.carry.replica_apply,
             shadow_key: shadow_key(plan),
@@ -412,7 +412,7 @@ impl Statements {
             (source_range, shadow_range)
         };
         format!(
-            "SELECT a.n, a.sum, a.xor, b.n, b.sum, b.xor FROM ({}) a, ({}) b",
+            "SELECT a.n, a.hashed, a.sum, a.xor, b.n, b.hashed, b.sum, b.xor FROM ({}) a, ({}) b",
             self.digest.side(true, &self.source, &source_range, &seed),
             self.digest.side(false, &self.shadow, &shadow_range, &seed),
         )

@@ -49,7 +49,8 @@ use indexes::{added_foreign_keys, plan_indexes};
 use naming::choose_names;
 use publications::publications;
 use relations::{
-    read_children, read_columns, read_relations, read_source_indexes, Relation, SourceIndexFacts,
+    read_children, read_columns, read_relations, read_source_indexes, Relation, ShadowColumn,
+    SourceIndexFacts,
 };
 use sequences::sequences;
 use settings::settings;
@@ -515,28 +516,29 @@ async fn create_in_transaction(
         .await?;
     check_triggers(client, plan, &tree).await?;
     let dropped = dropped_columns(statement);
-    let copied: Vec<&(String, String, String)> = columns
+    let copied: Vec<&ShadowColumn> = columns
         .iter()
-        .filter(|(name, _, generated)| {
-            generated.is_empty()
-                && !dropped.contains(name)
-                && plan.source.columns.iter().any(|c| &c.name == name)
+        .filter(|c| {
+            !c.generated
+                && !dropped.contains(&c.name)
+                && plan.source.columns.iter().any(|s| s.name == c.name)
         })
         .collect();
     let mut copy_columns = Vec::new();
-    for (n, (name, type_sql, _)) in copied.into_iter().enumerate() {
-        let expression = match using_expression(statement, name) {
+    for (n, column) in copied.into_iter().enumerate() {
+        let expression = match using_expression(statement, &column.name) {
             Some(using) => {
                 let resolved =
                     resolve_using(client, plan, &scratch_schema, &path, &using, n).await?;
                 format!("({resolved})")
             }
-            None => format!("s.{}", quote_ident(name)),
+            None => format!("s.{}", quote_ident(&column.name)),
         };
         copy_columns.push(CopyColumn {
-            name: name.clone(),
-            type_sql: type_sql.clone(),
+            name: column.name.clone(),
+            type_sql: column.type_sql.clone(),
             expression,
+            not_null: column.not_null,
         });
     }
     plan.columns = copy_columns;
@@ -563,8 +565,8 @@ async fn create_in_transaction(
     // columns.
     let kept: Vec<String> = columns
         .iter()
-        .filter(|c| !dropped.contains(&c.0))
-        .map(|c| c.0.clone())
+        .filter(|c| !dropped.contains(&c.name))
+        .map(|c| c.name.clone())
         .collect();
     let mut constraints = added;
     for constraint in plan

@@ -243,14 +243,25 @@ pub(super) async fn read_children(
     Ok(out)
 }
 
-/// `(name, format_type, attgenerated)` of a table's columns.
+/// A column of the shadow, as its catalog has it after the statement.
+pub(super) struct ShadowColumn {
+    pub(super) name: String,
+    /// `format_type`.
+    pub(super) type_sql: String,
+    /// Generated (stored or virtual): computed by the shadow, not copied.
+    pub(super) generated: bool,
+    /// `attnotnull`: a NOT NULL constraint, possibly not validated (PostgreSQL 18).
+    pub(super) not_null: bool,
+}
+
+/// A table's columns, in order.
 pub(super) async fn read_columns(
     client: &Client,
     table: &QualifiedName,
-) -> Result<Vec<(String, String, String)>, CasError> {
+) -> Result<Vec<ShadowColumn>, CasError> {
     let rows = client
         .query(
-            "SELECT a.attname::pg_catalog.text, pg_catalog.format_type(a.atttypid, a.atttypmod), a.attgenerated::pg_catalog.text \
+            "SELECT a.attname::pg_catalog.text, pg_catalog.format_type(a.atttypid, a.atttypmod), a.attgenerated::pg_catalog.text, a.attnotnull \
                FROM pg_catalog.pg_attribute a \
                JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) a.attrelid \
                JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
@@ -262,6 +273,11 @@ pub(super) async fn read_columns(
         .map_err(|e| CasError::db("reading the shadow's columns", e))?;
     Ok(rows
         .iter()
-        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .map(|r| ShadowColumn {
+            name: r.get(0),
+            type_sql: r.get(1),
+            generated: !r.get::<_, String>(2).is_empty(),
+            not_null: r.get(3),
+        })
         .collect())
 }
