@@ -474,24 +474,35 @@ async fn drained_under_the_lock(db: &str, writes: &str, entries: i64) {
     assert_eq!(artifacts(db), "");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn inv_lk_5_a_held_lock_makes_the_swap_give_up_within_its_budget() {
-    let db = database("cas_lock_budget", SCHEMA);
-    let source = oid(&db, "items");
-    let holder = client(&db).await;
+/// A session holding ACCESS SHARE on `items` in an open transaction, a writer
+/// inserting into it every 5 ms, and run options whose swap waits 200 ms per attempt
+/// for at most `attempts` attempts.
+async fn held_items(
+    db: &str,
+    attempts: u32,
+) -> (tokio_postgres::Client, Writer, pgshift::cas::RunOptions) {
+    let holder = client(db).await;
     holder
         .batch_execute("BEGIN; SELECT count(*) FROM items")
         .await
         .expect("holder");
     let writer = Writer::start(
-        &db,
+        db,
         "INSERT INTO items (id, qty, note) VALUES ($1::bigint, 1, 'w')",
         Duration::from_millis(5),
     )
     .await;
     let mut budget = options(Mode::Live);
     budget.cutover.lock_timeout_ms = 200;
-    budget.cutover.attempts = 3;
+    budget.cutover.attempts = attempts;
+    (holder, writer, budget)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inv_lk_5_a_held_lock_makes_the_swap_give_up_within_its_budget() {
+    let db = database("cas_lock_budget", SCHEMA);
+    let source = oid(&db, "items");
+    let (holder, writer, budget) = held_items(&db, 3).await;
     let err = run(&db, "items", CHANGE, budget, &mut Silent)
         .await
         .expect_err("the lock is held");
@@ -514,6 +525,59 @@ async fn inv_lk_5_a_held_lock_makes_the_swap_give_up_within_its_budget() {
     assert_eq!(
         value(&db, "SELECT count(*) FROM items"),
         (5000 + inserts.committed).to_string()
+    );
+    assert_eq!(artifacts(&db), "");
+}
+
+/// The swap's reads go out behind its `LOCK TABLE`, in one round trip. An attempt whose
+/// lock is not granted has them fail unread in its aborted transaction; the next
+/// attempt, on the same session, must then read and swap as if they had never been
+/// sent, with every write of the meantime carried.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inv_lk_5_an_attempt_that_timed_out_leaves_the_next_one_whole() {
+    let db = database("cas_lock_retry", SCHEMA);
+    let source = oid(&db, "items");
+    let (holder, writer, budget) = held_items(&db, 20).await;
+    let run_db = db.clone();
+    let running =
+        tokio::spawn(async move { run(&run_db, "items", CHANGE, budget, &mut Silent).await });
+
+    // The first attempt waits for its lock behind the holder, then gives up: only then
+    // does the holder let go.
+    let watcher = client(&db).await;
+    let waiting = "SELECT count(*) FROM pg_catalog.pg_locks WHERE relation = 'items'::regclass \
+                   AND mode = 'AccessExclusiveLock' AND NOT granted";
+    let mut seen = false;
+    for _ in 0..24_000 {
+        let n: i64 = watcher
+            .query_one(waiting, &[])
+            .await
+            .expect("pg_locks")
+            .get(0);
+        if n > 0 {
+            seen = true;
+        } else if seen {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(seen, "an attempt waited for the lock behind the holder");
+    holder.batch_execute("COMMIT").await.expect("release");
+
+    let report = running.await.expect("task").expect("the run swaps");
+    let inserts = writer.stop().await;
+    assert_eq!(report.phase, "done");
+    let swap = report.swap.expect("swapped");
+    assert!(swap.attempts >= 2, "{swap:?}");
+    assert_ne!(oid(&db, "items"), source, "swapped");
+    assert_eq!(inserts.failed, 0, "{inserts:?}");
+    assert_eq!(
+        value(&db, "SELECT count(*) FROM items"),
+        (5000 + inserts.committed).to_string()
+    );
+    assert_eq!(
+        value(&db, "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'items'::regclass AND attname = 'qty'"),
+        "bigint"
     );
     assert_eq!(artifacts(&db), "");
 }

@@ -3,9 +3,10 @@
 //! Every round trip under ACCESS EXCLUSIVE lengthens the hold, and under load each
 //! costs more than the work it carries (the server's cores are busy with the writers
 //! the lock holds up). So the statements are prepared before `BEGIN`, in one round
-//! trip outside the lock, and under the lock every read (the backlog, the capture
+//! trip outside the lock, and every read under the lock (the backlog, the capture
 //! check, the fingerprint, the dependent views, what the renames need, the first
-//! batch of the change log) is sent together: one round trip. A prepared statement
+//! batch of the change log) is sent together, behind the `LOCK TABLE` itself: one
+//! round trip, which the server answers as soon as it grants the lock. A prepared statement
 //! is parsed again if the catalog changed since, so names are still resolved under
 //! the lock.
 

@@ -6,8 +6,8 @@
 //! membership, replica identity. The catalog is read back before `COMMIT`. A lost
 //! connection at `COMMIT` is settled by reading which OID holds the name (INV: ST-3).
 //!
-//! Under the lock the swap makes three round trips after `LOCK TABLE` when the table
-//! has no dependent view: every read at once ([`locked`]); the last batch of the
+//! Under the lock the swap makes three round trips when the table has no dependent
+//! view: `LOCK TABLE` with every read behind it ([`locked`]); the last batch of the
 //! change log, every statement of the exchange ([`renames`], [`carry`]) and the read
 //! back ([`read_back`]) sent together; `COMMIT`. A view adds its own few
 //! ([`views`]).
@@ -30,7 +30,7 @@ use super::session;
 use super::statements::Statements;
 use crate::exec::jitter::Jitter;
 use crate::refusal::{Refusal, RefusalCause};
-use locked::{NameReads, SwapQueries};
+use locked::{LockedReads, NameReads, SwapQueries};
 
 /// What the swap did.
 #[derive(Clone, Debug, Serialize, serde::Deserialize)]
@@ -137,15 +137,24 @@ async fn attempt_swap(
         "LOCK TABLE {} IN ACCESS EXCLUSIVE MODE",
         plan.source.table.name
     );
-    if let Err(e) = client.batch_execute(&lock).await {
+    // The reads go out behind the `LOCK TABLE`, in the same round trip: the server
+    // runs them as soon as it grants the lock, with no turn of the engine's in
+    // between (each such turn lengthens the hold, the more so when the machine's
+    // cores are busy). When the lock is not granted they fail unread, in an aborted
+    // transaction, and the lock's own error is the one that counts.
+    let locked = async {
+        let result = client.batch_execute(&lock).await;
+        (result, Instant::now())
+    };
+    let ((locked, held_since), reads) = tokio::join!(biased; locked, queries.read(client, plan));
+    if let Err(e) = locked {
         let _ = client.batch_execute("ROLLBACK").await;
         if e.code() == Some(&tokio_postgres::error::SqlState::LOCK_NOT_AVAILABLE) {
             return Ok(AttemptEnd::LockTimeout);
         }
         return Err(CasError::db("locking source and shadow", e));
     }
-    let held_since = Instant::now();
-    match swap_under_lock(client, plan, queries).await {
+    match swap_under_lock(client, plan, queries, reads).await {
         Ok(Some(mut report)) => {
             report.attempts = attempt;
             let commit = client.batch_execute("COMMIT").await;
@@ -202,13 +211,15 @@ fn exchange(plan: &RunPlan, names: &NameReads) -> Result<(Vec<String>, Vec<Strin
 const EXCHANGING: &str =
     "exchanging names and carrying sequences, triggers, foreign keys and settings to the new table";
 
-/// Everything under the lock. `Ok(None)`: the backlog is over the bound.
+/// Everything under the lock, from what was read when it was granted. `Ok(None)`:
+/// the backlog is over the bound.
 async fn swap_under_lock(
     client: &Client,
     plan: &RunPlan,
     queries: &SwapQueries,
+    reads: Result<LockedReads, CasError>,
 ) -> Result<Option<SwapReport>, CasError> {
-    let mut reads = queries.read(client, plan).await?;
+    let mut reads = reads?;
     if reads.backlog > plan.options.cutover.max_drain {
         return Ok(None);
     }
