@@ -21,6 +21,15 @@ use crate::cas::capture::{self, Breach};
 use crate::cas::source;
 use pgshift_sql::QualifiedName;
 
+/// Statements bound after this in a transaction use their cached generic plan
+/// (made at their first execution) rather than a plan for their parameters: the
+/// reads under the swap's lock are planned before it ([`SwapQueries::plan_reads`]).
+pub(super) const GENERIC_PLANS: &str = "SET LOCAL plan_cache_mode = force_generic_plan";
+
+/// Statements bound after this plan for their parameters again, as by default (the
+/// drain's writes under the lock).
+pub(super) const CUSTOM_PLANS: &str = "SET LOCAL plan_cache_mode = auto";
+
 /// Entries read from the change log per statement under the lock.
 pub(super) const DRAIN_LIMIT: i64 = 5_000;
 
@@ -154,6 +163,29 @@ impl SwapQueries {
             read_back,
             drain,
         })
+    }
+
+    /// Plans every read the swap makes under its lock before the lock: runs them once,
+    /// read-only and outside it, under [`GENERIC_PLANS`], so that each statement keeps
+    /// a generic plan that its executions under the lock reuse instead of planning
+    /// there (a plan is made again only if a relation it reads changed shape
+    /// meanwhile: the results are those of the catalog under the lock either way).
+    /// What is read here is discarded.
+    pub async fn plan_reads(&self, client: &Client, plan: &RunPlan) -> Result<(), CasError> {
+        client
+            .batch_execute(&format!("BEGIN READ ONLY; {GENERIC_PLANS}"))
+            .await
+            .map_err(failed("planning the swap's reads"))?;
+        let [schema, name, old] = super::read_back::params(plan);
+        let planned = tokio::try_join!(self.read(client, plan), async {
+            client
+                .query(&self.read_back, &[&schema, &name, &old])
+                .await
+                .map_err(failed("planning the swap's read-back"))
+        },);
+        let end = client.batch_execute("COMMIT").await;
+        planned?;
+        end.map_err(failed("planning the swap's reads"))
     }
 
     /// Every read the swap makes under its lock, sent together (one round trip).
