@@ -529,6 +529,32 @@ async fn inv_lk_5_a_held_lock_makes_the_swap_give_up_within_its_budget() {
     assert_eq!(artifacts(&db), "");
 }
 
+/// Returns once a swap attempt waits for ACCESS EXCLUSIVE on `items` (and, with
+/// `given_up`, once that wait has ended); fails after two minutes without one.
+async fn wait_for_an_attempt(db: &str, given_up: bool) {
+    let watcher = client(db).await;
+    let waiting = "SELECT count(*) FROM pg_catalog.pg_locks WHERE relation = 'items'::regclass \
+                   AND mode = 'AccessExclusiveLock' AND NOT granted";
+    let mut seen = false;
+    for _ in 0..24_000 {
+        let n: i64 = watcher
+            .query_one(waiting, &[])
+            .await
+            .expect("pg_locks")
+            .get(0);
+        if n > 0 {
+            seen = true;
+            if !given_up {
+                return;
+            }
+        } else if seen {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!("no attempt waited for the lock behind the holder (seen: {seen})");
+}
+
 /// The swap's reads go out behind its `LOCK TABLE`, in one round trip. An attempt whose
 /// lock is not granted has them fail unread in its aborted transaction; the next
 /// attempt, on the same session, must then read and swap as if they had never been
@@ -544,24 +570,7 @@ async fn inv_lk_5_an_attempt_that_timed_out_leaves_the_next_one_whole() {
 
     // The first attempt waits for its lock behind the holder, then gives up: only then
     // does the holder let go.
-    let watcher = client(&db).await;
-    let waiting = "SELECT count(*) FROM pg_catalog.pg_locks WHERE relation = 'items'::regclass \
-                   AND mode = 'AccessExclusiveLock' AND NOT granted";
-    let mut seen = false;
-    for _ in 0..24_000 {
-        let n: i64 = watcher
-            .query_one(waiting, &[])
-            .await
-            .expect("pg_locks")
-            .get(0);
-        if n > 0 {
-            seen = true;
-        } else if seen {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    assert!(seen, "an attempt waited for the lock behind the holder");
+    wait_for_an_attempt(&db, true).await;
     holder.batch_execute("COMMIT").await.expect("release");
 
     let report = running.await.expect("task").expect("the run swaps");
@@ -580,6 +589,37 @@ async fn inv_lk_5_an_attempt_that_timed_out_leaves_the_next_one_whole() {
         "bigint"
     );
     assert_eq!(artifacts(&db), "");
+}
+
+/// The swap's reads are planned before its first attempt, outside the lock. A capture
+/// disabled after that planning, while an attempt waits, is still seen by the reads
+/// made under the lock: the swap is refused and the source stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inv_co_4_a_capture_disabled_after_the_swaps_reads_were_planned() {
+    let db = database("cas_planned_tamper", SCHEMA);
+    let source = oid(&db, "items");
+    let (holder, writer, budget) = held_items(&db, 20).await;
+    let run_db = db.clone();
+    let running =
+        tokio::spawn(async move { run(&run_db, "items", CHANGE, budget, &mut Silent).await });
+    wait_for_an_attempt(&db, false).await;
+    // The swap has planned its reads. The holder disables the capture, writes past it
+    // and lets go: no attempt can take the lock before that commits.
+    holder
+        .batch_execute(&format!(
+            "ALTER TABLE items DISABLE TRIGGER pgshift_capture_{}; {UPDATE_17}; COMMIT",
+            run_id(&db)
+        ))
+        .await
+        .expect("tampering");
+    let err = running
+        .await
+        .expect("task")
+        .expect_err("the swap is refused");
+    writer.stop().await;
+    assert_eq!(cause(&err), Some(RefusalCause::CutoverUnfenced), "{err}");
+    assert_eq!(oid(&db, "items"), source, "the source stays");
+    assert_eq!(value(&db, READ_17), "18", "the write is on the source");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
