@@ -177,7 +177,9 @@ impl SwapQueries {
             .await
             .map_err(failed("planning the swap's reads"))?;
         let [schema, name, old] = super::read_back::params(plan);
-        let planned = tokio::try_join!(self.read(client, plan), async {
+        // The change log's first batch is planned from a read of none of it: a generic
+        // plan does not depend on the limit.
+        let planned = tokio::try_join!(self.read(client, plan, 0), async {
             client
                 .query(&self.read_back, &[&schema, &name, &old])
                 .await
@@ -188,8 +190,14 @@ impl SwapQueries {
         end.map_err(failed("planning the swap's reads"))
     }
 
-    /// Every read the swap makes under its lock, sent together (one round trip).
-    pub async fn read(&self, client: &Client, plan: &RunPlan) -> Result<LockedReads, CasError> {
+    /// Every read the swap makes under its lock, sent together (one round trip), with
+    /// at most `drain_limit` entries of the change log.
+    pub async fn read(
+        &self,
+        client: &Client,
+        plan: &RunPlan,
+        drain_limit: i64,
+    ) -> Result<LockedReads, CasError> {
         let (oids, trigger_names) = capture::check_params(plan);
         let table = plan.source.table.oid;
         let (backlog, capture_rows, fingerprint, view_rows, names, drained) = tokio::try_join!(
@@ -212,7 +220,7 @@ impl SwapQueries {
                 rows.map_err(failed("reading dependent views"))
             },
             self.names(client, plan, &oids),
-            self.drain.read(client, 0, DRAIN_LIMIT),
+            self.drain.read(client, 0, drain_limit),
         )?;
         Ok(LockedReads {
             backlog,

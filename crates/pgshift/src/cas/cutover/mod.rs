@@ -148,7 +148,8 @@ async fn attempt_swap(
         let result = client.batch_execute(&lock).await;
         (result, Instant::now())
     };
-    let ((locked, held_since), reads) = tokio::join!(biased; locked, queries.read(client, plan));
+    let ((locked, held_since), reads) =
+        tokio::join!(biased; locked, queries.read(client, plan, locked::DRAIN_LIMIT));
     if let Err(e) = locked {
         let _ = client.batch_execute("ROLLBACK").await;
         if e.code() == Some(&tokio_postgres::error::SqlState::LOCK_NOT_AVAILABLE) {
@@ -273,10 +274,6 @@ async fn swap_under_lock(
     let (sql, foreign_keys) = exchange(plan, &reads.names)?;
     // Nothing is added to the log under the lock: a read that was not full was the
     // last, and is applied with the exchange below.
-    // The drain's writes are planned for their keys, as everywhere else; only the
-    // reads were planned before the lock. Each setting is sent with what follows it:
-    // no round trip of its own. `biased`: sent in this order, and the server runs
-    // them in it.
     let mut drained = 0;
     while reads.drained.full() {
         drained += apply(client, queries, &reads.drained).await?;
@@ -285,6 +282,9 @@ async fn swap_under_lock(
             .read(client, reads.drained.last(), locked::DRAIN_LIMIT)
             .await?;
     }
+    // The read-back was planned before the lock, as the reads were; the drain's
+    // writes before it are planned for their keys ([`apply`]). Each setting is sent
+    // with the statement after it: no round trip of its own.
     let read_back_params = read_back::params(plan);
     let read_back = || async {
         let [schema, name, old] = &read_back_params;
@@ -300,6 +300,7 @@ async fn swap_under_lock(
         )?;
         Ok::<_, CasError>(row)
     };
+    // `biased`: sent in this order, and the server runs them in it.
     let (last, view_names, row) = if reads.views.is_empty() {
         let (last, (), row) = tokio::try_join!(
             biased;
