@@ -404,6 +404,29 @@ impl DrainStatements {
         Ok(Drained { rows, limit })
     }
 
+    /// Plans the drain's writes: runs each once with no keys, so that under
+    /// `plan_cache_mode = force_generic_plan` each keeps a generic plan that its
+    /// executions under the swap's lock reuse. A plan for the keys would be no better: the planner
+    /// estimates the same few rows for the arrays whatever they hold. Call it in a
+    /// transaction that is rolled back; nothing is written.
+    pub async fn plan(&self, client: &Client) -> Result<(), CasError> {
+        let none: Vec<Vec<String>> = vec![Vec::new(); self.columns];
+        let params: Vec<&(dyn ToSql + Sync)> =
+            none.iter().map(|a| a as &(dyn ToSql + Sync)).collect();
+        let ids: Vec<i64> = Vec::new();
+        let consumed: [&(dyn ToSql + Sync); 1] = [&ids];
+        let role: [&(dyn ToSql + Sync); 1] = [&self.session_role];
+        tokio::try_join!(
+            biased;
+            client.execute(&self.role, &role),
+            client.execute(&self.delete, &params),
+            client.execute(&self.insert, &params),
+            client.execute(&self.consume, &consumed),
+        )
+        .map_err(|e| CasError::db("planning the drain of the change log", e))?;
+        Ok(())
+    }
+
     /// Applies `drained` as landed: deletes its keys from the shadow, inserts the
     /// source's rows for them and consumes the entries, sent together (one round
     /// trip; the server runs them in order, and one failing fails those after it).

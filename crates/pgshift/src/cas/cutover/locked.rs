@@ -22,13 +22,10 @@ use crate::cas::source;
 use pgshift_sql::QualifiedName;
 
 /// Statements bound after this in a transaction use their cached generic plan
-/// (made at their first execution) rather than a plan for their parameters: the
-/// reads under the swap's lock are planned before it ([`SwapQueries::plan_reads`]).
+/// (made at their first execution) rather than a plan for their parameters: every
+/// statement the swap runs under its lock is planned before it
+/// ([`SwapQueries::plan`]).
 pub(super) const GENERIC_PLANS: &str = "SET LOCAL plan_cache_mode = force_generic_plan";
-
-/// Statements bound after this plan for their parameters again, as by default (the
-/// drain's writes under the lock).
-pub(super) const CUSTOM_PLANS: &str = "SET LOCAL plan_cache_mode = auto";
 
 /// Entries read from the change log per statement under the lock.
 pub(super) const DRAIN_LIMIT: i64 = 5_000;
@@ -165,29 +162,35 @@ impl SwapQueries {
         })
     }
 
-    /// Plans every read the swap makes under its lock before the lock: runs them once,
-    /// read-only and outside it, under [`GENERIC_PLANS`], so that each statement keeps
-    /// a generic plan that its executions under the lock reuse instead of planning
-    /// there (a plan is made again only if a relation it reads changed shape
+    /// Plans every statement the swap runs under its lock, before the lock: runs each
+    /// once outside it under [`GENERIC_PLANS`], the reads on the catalog as it is and
+    /// the drain's writes with no keys, in a transaction that is rolled back. Each
+    /// statement keeps a generic plan that its executions under the lock reuse
+    /// instead of planning there, and the session has read the relations' catalog
+    /// entries already (a plan is made again only if a relation it reads changed
     /// meanwhile: the results are those of the catalog under the lock either way).
-    /// What is read here is discarded.
-    pub async fn plan_reads(&self, client: &Client, plan: &RunPlan) -> Result<(), CasError> {
+    /// Nothing is kept of what is read or written here.
+    pub async fn plan(&self, client: &Client, plan: &RunPlan) -> Result<(), CasError> {
         client
-            .batch_execute(&format!("BEGIN READ ONLY; {GENERIC_PLANS}"))
+            .batch_execute(&format!("BEGIN; {GENERIC_PLANS}"))
             .await
-            .map_err(failed("planning the swap's reads"))?;
+            .map_err(failed("planning the swap's statements"))?;
         let [schema, name, old] = super::read_back::params(plan);
         // The change log's first batch is planned from a read of none of it: a generic
         // plan does not depend on the limit.
-        let planned = tokio::try_join!(self.read(client, plan, 0), async {
-            client
-                .query(&self.read_back, &[&schema, &name, &old])
-                .await
-                .map_err(failed("planning the swap's read-back"))
-        },);
-        let end = client.batch_execute("COMMIT").await;
+        let planned = tokio::try_join!(
+            self.read(client, plan, 0),
+            async {
+                client
+                    .query(&self.read_back, &[&schema, &name, &old])
+                    .await
+                    .map_err(failed("planning the swap's read-back"))
+            },
+            self.drain.plan(client),
+        );
+        let end = client.batch_execute("ROLLBACK").await;
         planned?;
-        end.map_err(failed("planning the swap's reads"))
+        end.map_err(failed("planning the swap's statements"))
     }
 
     /// Every read the swap makes under its lock, sent together (one round trip), with

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use tokio_postgres::Client;
 
-use super::applier::{Applier, Drained};
+use super::applier::Applier;
 use super::error::CasError;
 use super::plan::RunPlan;
 use super::session;
@@ -90,7 +90,7 @@ where
     let mut jitter = Jitter::from_clock();
     let applier = Applier::new(Statements::new(plan));
     let queries = SwapQueries::prepare(client, &applier).await?;
-    queries.plan_reads(client, plan).await?;
+    queries.plan(client, plan).await?;
     for attempt in 1..=budgets.attempts {
         // INV: OC-3 — a safe point: between attempts, never inside one (it holds the lock).
         CasError::check_interrupt()?;
@@ -214,27 +214,6 @@ fn exchange(plan: &RunPlan, names: &NameReads) -> Result<(Vec<String>, Vec<Strin
 const EXCHANGING: &str =
     "exchanging names and carrying sequences, triggers, foreign keys and settings to the new table";
 
-/// Sets how the statements bound after it in the swap's transaction are planned.
-async fn planned(client: &Client, mode: &str) -> Result<(), CasError> {
-    exec(
-        client,
-        "setting how the swap's statements are planned",
-        mode,
-    )
-    .await
-}
-
-/// Applies `drained` under the lock, its writes planned for their keys (as the
-/// applier's are), with the setting sent together with them.
-async fn apply(client: &Client, queries: &SwapQueries, drained: &Drained) -> Result<i64, CasError> {
-    let ((), applied) = tokio::try_join!(
-        biased;
-        planned(client, locked::CUSTOM_PLANS),
-        queries.drain.apply(client, drained),
-    )?;
-    Ok(applied)
-}
-
 /// Everything under the lock, from what was read when it was granted. `Ok(None)`:
 /// the backlog is over the bound.
 async fn swap_under_lock(
@@ -276,35 +255,25 @@ async fn swap_under_lock(
     // last, and is applied with the exchange below.
     let mut drained = 0;
     while reads.drained.full() {
-        drained += apply(client, queries, &reads.drained).await?;
+        drained += queries.drain.apply(client, &reads.drained).await?;
         reads.drained = queries
             .drain
             .read(client, reads.drained.last(), locked::DRAIN_LIMIT)
             .await?;
     }
-    // The read-back was planned before the lock, as the reads were; the drain's
-    // writes before it are planned for their keys ([`apply`]). Each setting is sent
-    // with the statement after it: no round trip of its own.
     let read_back_params = read_back::params(plan);
     let read_back = || async {
         let [schema, name, old] = &read_back_params;
-        let ((), row) = tokio::try_join!(
-            biased;
-            planned(client, locked::GENERIC_PLANS),
-            async {
-                client
-                    .query_one(&queries.read_back, &[schema, name, old])
-                    .await
-                    .map_err(|e| CasError::db("reading the swap back", e))
-            },
-        )?;
-        Ok::<_, CasError>(row)
+        client
+            .query_one(&queries.read_back, &[schema, name, old])
+            .await
+            .map_err(|e| CasError::db("reading the swap back", e))
     };
     // `biased`: sent in this order, and the server runs them in it.
     let (last, view_names, row) = if reads.views.is_empty() {
         let (last, (), row) = tokio::try_join!(
             biased;
-            apply(client, queries, &reads.drained),
+            queries.drain.apply(client, &reads.drained),
             exec_all(client, EXCHANGING, &sql),
             read_back(),
         )?;
@@ -312,7 +281,7 @@ async fn swap_under_lock(
     } else {
         let (last, ()) = tokio::try_join!(
             biased;
-            apply(client, queries, &reads.drained),
+            queries.drain.apply(client, &reads.drained),
             exec_all(client, EXCHANGING, &sql),
         )?;
         let view_names = views::recreate(client, &reads.views).await?;
