@@ -416,9 +416,17 @@ impl DrainStatements {
         let ids: Vec<i64> = Vec::new();
         let consumed: [&(dyn ToSql + Sync); 1] = [&ids];
         let role: [&(dyn ToSql + Sync); 1] = [&self.session_role];
+        // The role is set only where the drain sets it: setting it at all takes a
+        // superuser, which a plan without `replica` does not ask for.
+        let set_role = async {
+            if self.replica {
+                client.execute(&self.role, &role).await?;
+            }
+            Ok(0)
+        };
         tokio::try_join!(
             biased;
-            client.execute(&self.role, &role),
+            set_role,
             client.execute(&self.delete, &params),
             client.execute(&self.insert, &params),
             client.execute(&self.consume, &consumed),
