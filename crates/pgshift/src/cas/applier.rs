@@ -404,42 +404,19 @@ impl DrainStatements {
         Ok(Drained { rows, limit })
     }
 
-    /// Plans the drain's writes: runs each once with no keys, so that under
-    /// `plan_cache_mode = force_generic_plan` each keeps a generic plan that its
-    /// executions under the swap's lock reuse. A plan for the keys would be no better: the planner
-    /// estimates the same few rows for the arrays whatever they hold. Call it in a
-    /// transaction that is rolled back; nothing is written.
+    /// Plans the drain's writes: runs them once with no keys ([`Self::write`]), so
+    /// that under `plan_cache_mode = force_generic_plan` each keeps a generic plan
+    /// that its executions under the swap's lock reuse. A plan for the keys would be
+    /// no better: the planner estimates the same few rows for the arrays whatever
+    /// they hold. Call it in a transaction that is rolled back; nothing is written.
     pub async fn plan(&self, client: &Client) -> Result<(), CasError> {
-        let none: Vec<Vec<String>> = vec![Vec::new(); self.columns];
-        let params: Vec<&(dyn ToSql + Sync)> =
-            none.iter().map(|a| a as &(dyn ToSql + Sync)).collect();
-        let ids: Vec<i64> = Vec::new();
-        let consumed: [&(dyn ToSql + Sync); 1] = [&ids];
-        let role: [&(dyn ToSql + Sync); 1] = [&self.session_role];
-        // The role is set only where the drain sets it: setting it at all takes a
-        // superuser, which a plan without `replica` does not ask for.
-        let set_role = async {
-            if self.replica {
-                client.execute(&self.role, &role).await?;
-            }
-            Ok(0)
-        };
-        tokio::try_join!(
-            biased;
-            set_role,
-            client.execute(&self.delete, &params),
-            client.execute(&self.insert, &params),
-            client.execute(&self.consume, &consumed),
-        )
-        .map_err(|e| CasError::db("planning the drain of the change log", e))?;
-        Ok(())
+        let none = vec![Vec::new(); self.columns];
+        self.write(client, &none, &[])
+            .await
+            .map_err(|e| CasError::db("planning the drain of the change log", e))
     }
 
-    /// Applies `drained` as landed: deletes its keys from the shadow, inserts the
-    /// source's rows for them and consumes the entries, sent together (one round
-    /// trip; the server runs them in order, and one failing fails those after it).
-    /// With `session_replication_role = replica` around them when the plan applies
-    /// so (and the session's role again after them). Returns the entries applied.
+    /// Applies `drained` as landed ([`Self::write`]). Returns the entries applied.
     pub async fn apply(&self, client: &Client, drained: &Drained) -> Result<i64, CasError> {
         if drained.is_empty() {
             return Ok(0);
@@ -457,9 +434,25 @@ impl DrainStatements {
         let arrays: Vec<Vec<String>> = (0..self.columns)
             .map(|i| keys.iter().map(|k| k[i].clone()).collect())
             .collect();
+        self.write(client, &arrays, &ids)
+            .await
+            .map_err(|e| CasError::db("draining the change log", e))?;
+        Ok(drained.len())
+    }
+
+    /// Deletes the keys (`arrays`, one per key column) from the shadow, inserts the
+    /// source's rows for them and consumes the entries `ids`, sent together (one round
+    /// trip; the server runs them in order, and one failing fails those after it).
+    /// With `session_replication_role = replica` around them when the plan applies
+    /// so, and the session's role again after them.
+    async fn write(
+        &self,
+        client: &Client,
+        arrays: &[Vec<String>],
+        ids: &[i64],
+    ) -> Result<(), tokio_postgres::Error> {
         let params: Vec<&(dyn ToSql + Sync)> =
             arrays.iter().map(|a| a as &(dyn ToSql + Sync)).collect();
-        let failed = |e| CasError::db("draining the change log", e);
         let consumed: [&(dyn ToSql + Sync); 1] = [&ids];
         let replica: [&(dyn ToSql + Sync); 1] = [&"replica"];
         let restore: [&(dyn ToSql + Sync); 1] = [&self.session_role];
@@ -472,18 +465,16 @@ impl DrainStatements {
                 client.execute(&self.insert, &params),
                 client.execute(&self.consume, &consumed),
                 client.execute(&self.role, &restore),
-            )
-            .map_err(failed)?;
+            )?;
         } else {
             tokio::try_join!(
                 biased;
                 client.execute(&self.delete, &params),
                 client.execute(&self.insert, &params),
                 client.execute(&self.consume, &consumed),
-            )
-            .map_err(failed)?;
+            )?;
         }
-        Ok(drained.len())
+        Ok(())
     }
 }
 
