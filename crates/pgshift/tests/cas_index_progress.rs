@@ -68,12 +68,17 @@ async fn the_indexing_phase_reports_each_build_and_the_servers_progress_of_it() 
     .expect("the run completes");
     assert_eq!(report.phase, "done");
 
+    // Verification runs beside the builds after the key (plain indexes only): from
+    // then on the run is in `verifying` too, and the key is built before it.
+    assert!(report.verified_beside_builds, "{report:?}");
     assert!(
-        builds
-            .seen
-            .iter()
-            .all(|(phase, _)| *phase == Some(Phase::Indexing)),
-        "builds are reported in the indexing phase only"
+        builds.seen.iter().all(|(phase, build)| match phase {
+            Some(Phase::Indexing) => true,
+            Some(Phase::Verifying) => build.index != "primary key",
+            _ => false,
+        }),
+        "builds are reported in the indexing phase, or beside verification after the key: {:?}",
+        builds.seen
     );
     // Each build is announced once, before any reading of it, numbered in order.
     let started: Vec<&IndexBuild> = builds

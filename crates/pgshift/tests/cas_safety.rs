@@ -704,3 +704,68 @@ async fn what_cannot_be_carried_through_a_swap_is_refused_before_anything_is_cre
     assert_eq!(value(&db, "SELECT to_regnamespace('pgshift') IS NULL"), "t");
     assert_eq!(artifacts(&db), "");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inv_co_11_verification_reads_beside_an_index_build_that_takes_only_share() {
+    // `items` has its key and one plain index: once the key is built, verification
+    // starts and the other index is built beside it. A session holding ROW EXCLUSIVE
+    // on the shadow from then on makes that build wait for its lock; pg_locks shows
+    // the mode it waits for, and verification must finish while it waits.
+    let db = database("cas_beside", SCHEMA);
+    let source = oid(&db, "items");
+    let seen = std::sync::Arc::new(std::sync::Mutex::new((String::new(), false)));
+    let (hook_db, hook_seen) = (db.clone(), seen.clone());
+    let mut hook = Hook::new(Phase::Verifying, move || {
+        let shadow = format!("_pgshift_{}_items", run_id(&hook_db));
+        let holder = LockHolder::hold(
+            &hook_db,
+            &format!("BEGIN; LOCK TABLE {shadow} IN ROW EXCLUSIVE MODE"),
+        );
+        std::thread::spawn(move || {
+            let waiting = format!(
+                "SELECT coalesce(string_agg(l.mode, ','), '') FROM pg_locks l JOIN pg_stat_activity a USING (pid) \
+                  WHERE NOT l.granted AND l.relation = '{shadow}'::regclass AND a.application_name LIKE 'pgshift-index-%'"
+            );
+            let deadline = std::time::Instant::now() + Duration::from_secs(30);
+            let mut mode = String::new();
+            while mode.is_empty() && std::time::Instant::now() < deadline {
+                mode = value(&hook_db, &waiting);
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let mut verified = false;
+            while !verified && std::time::Instant::now() < deadline {
+                verified = value(&hook_db, "SELECT verified FROM pgshift.runs") == "t";
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            // Still waiting: verification finished beside a build held up by its lock.
+            let still = value(&hook_db, &waiting);
+            *hook_seen.lock().expect("seen") = (mode, verified && !still.is_empty());
+            holder.release();
+        });
+    });
+    let report = run(&db, "items", CHANGE, options(Mode::Live), &mut hook)
+        .await
+        .expect("swapped");
+    let (mode, verified_while_waiting) = seen.lock().expect("seen").clone();
+    assert_eq!(
+        mode, "ShareLock",
+        "the build beside verification asks for SHARE"
+    );
+    assert!(
+        verified_while_waiting,
+        "verification finished while the build waited for its lock"
+    );
+    assert!(report.verified_beside_builds, "{report:?}");
+    assert_ne!(oid(&db, "items"), source, "swapped");
+    assert_eq!(
+        value(&db, "SELECT count(*) FROM items WHERE note = 'note ' || id"),
+        "5000"
+    );
+    assert_eq!(
+        value(
+            &db,
+            "SELECT count(*) FROM pg_indexes WHERE tablename = 'items' AND indexname = 'items_qty_idx'"
+        ),
+        "1"
+    );
+}

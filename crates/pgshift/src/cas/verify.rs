@@ -351,9 +351,28 @@ pub struct Pass {
     pub repaired: std::sync::atomic::AtomicBool,
     /// What the workers have to say (repairs), for the caller to report.
     pub notes: std::sync::Mutex<Vec<String>>,
+    /// Set while the applier is held for an index build (verification runs beside
+    /// the builds): a chunk found pending then does not count towards
+    /// [`MAX_PENDING`], which is about an applier that cannot keep up.
+    pub applier_held: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl Pass {
+    /// A pass beside an applier that index builds hold now and then (`applier_held`).
+    pub fn new(applier_held: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>) -> Self {
+        Pass {
+            applier_held,
+            ..Pass::default()
+        }
+    }
+
+    /// Whether the applier is held for an index build now.
+    fn applier_held(&self) -> bool {
+        self.applier_held
+            .as_ref()
+            .is_some_and(|held| held.load(std::sync::atomic::Ordering::Acquire))
+    }
+
     /// The next range `[lo, hi)` to verify, `None` when the pass has handed out all.
     async fn take(
         &self,
@@ -427,7 +446,11 @@ async fn verify_range(
                     break end;
                 }
                 ChunkCheck::Pending => {
-                    pending_rounds += 1;
+                    // INV: CO-11 — changes held back by an index build are not an
+                    // applier falling behind.
+                    if !pass.applier_held() {
+                        pending_rounds += 1;
+                    }
                     pending_here += 1;
                     if pending_rounds > MAX_PENDING {
                         return Err(CasError::Divergence(

@@ -39,6 +39,10 @@ pub(super) const KEY_WAIT: Duration = Duration::from_millis(100);
 pub(super) struct ApplierTask {
     pub(super) stop: Arc<AtomicBool>,
     pub(super) gate: Arc<Mutex<()>>,
+    /// Set while an index build holds [`Self::gate`]: verification running beside
+    /// the builds then knows that pending changes wait for the build, not for an
+    /// applier that cannot keep up.
+    pub(super) held_for_build: Arc<AtomicBool>,
     pub(super) backlog_max: Arc<AtomicI64>,
     pub(super) handle: tokio::task::JoinHandle<Result<(), CasError>>,
 }
@@ -106,6 +110,7 @@ impl ApplierTask {
         ApplierTask {
             stop,
             gate,
+            held_for_build: Arc::new(AtomicBool::new(false)),
             backlog_max,
             handle,
         }

@@ -7,9 +7,10 @@ use tokio::sync::Mutex;
 use tokio_postgres::Client;
 
 use super::applier_task::ApplierTask;
+use super::beside::index_and_verify;
 use super::copy::{copy, resume_copy};
 use super::finish::finish;
-use super::indexes::{build_indexes, ensure_key, key_exists};
+use super::indexes::{build_indexes, ensure_key, key_exists, verifies_beside_builds};
 use super::prepare::ensure_capture;
 use super::sessions::terminate_earlier_sessions;
 use super::swap::{catch_up, hold_while_paused, wait_for_cutover};
@@ -46,6 +47,7 @@ pub(super) async fn drive(
         verification_passes: 0,
         backlog_max: 0,
         phases_ms: Vec::new(),
+        verified_beside_builds: false,
         swap: None,
         unvalidated_foreign_keys: Vec::new(),
         kept_old: None,
@@ -185,37 +187,65 @@ pub(super) async fn run_phases(
             .phases_ms
             .push(("copying".to_owned(), elapsed_ms(started)));
     }
-    if from <= Phase::Indexing {
+    // Verification beside the index builds records `verifying` once it starts, while
+    // builds may still run: a run resumed at `verifying` makes sure of them again
+    // (those built are skipped) before it verifies.
+    if from <= Phase::Verifying && verifies_beside_builds(plan) {
         CasError::check_interrupt()?;
-        let started = Instant::now();
         progress.phase(Phase::Indexing);
         store::set_phase(client, plan.run, Phase::Indexing).await?;
-        stoppable(build_indexes(
-            spec, client, plan, state, applier, &throttle, progress,
+        let took = stoppable(index_and_verify(
+            spec, client, plan, statements, state, applier, &throttle, estimate, report, progress,
         ))
         .await?;
         report
             .phases_ms
-            .push(("indexing".to_owned(), elapsed_ms(started)));
+            .push(("indexing".to_owned(), took.indexing));
+        report
+            .phases_ms
+            .push(("verifying".to_owned(), took.verifying));
+    } else {
+        if from <= Phase::Indexing {
+            CasError::check_interrupt()?;
+            let started = Instant::now();
+            progress.phase(Phase::Indexing);
+            store::set_phase(client, plan.run, Phase::Indexing).await?;
+            stoppable(build_indexes(
+                spec, client, plan, state, applier, &throttle, None, progress,
+            ))
+            .await?;
+            report
+                .phases_ms
+                .push(("indexing".to_owned(), elapsed_ms(started)));
+        }
+        if !state.key_ready.load(Ordering::Acquire) {
+            // Resumed past indexing: the key was built then; made sure of all the same.
+            ensure_key(client, plan).await?;
+            state.key_ready.store(true, Ordering::Release);
+        }
+        CasError::check_interrupt()?;
+        let started = Instant::now();
+        progress.phase(Phase::Verifying);
+        store::set_phase(client, plan.run, Phase::Verifying).await?;
+        stoppable(verify_all(
+            spec,
+            client,
+            plan,
+            statements,
+            applier,
+            &throttle,
+            plan.options.workers,
+            estimate,
+            report,
+            progress,
+        ))
+        .await?;
+        report
+            .phases_ms
+            .push(("verifying".to_owned(), elapsed_ms(started)));
     }
-    if !state.key_ready.load(Ordering::Acquire) {
-        // Resumed past indexing: the key was built then; made sure of all the same.
-        ensure_key(client, plan).await?;
-        state.key_ready.store(true, Ordering::Release);
-    }
-    CasError::check_interrupt()?;
-    let started = Instant::now();
-    progress.phase(Phase::Verifying);
-    store::set_phase(client, plan.run, Phase::Verifying).await?;
-    stoppable(verify_all(
-        spec, client, plan, statements, applier, &throttle, estimate, report, progress,
-    ))
-    .await?;
     report.throttled_ms = throttle.paused_ms();
     report.throttle = controller.stop();
-    report
-        .phases_ms
-        .push(("verifying".to_owned(), elapsed_ms(started)));
     if plan.options.defer_cutover {
         CasError::check_interrupt()?;
         progress.phase(Phase::Ready);

@@ -36,6 +36,42 @@ pub(super) fn on_shadow_at(plan: &RunPlan, ddl: &str, pace: Pace) -> String {
     )
 }
 
+/// [`on_shadow_at`] for a plain `CREATE INDEX` beside verification: the shadow is
+/// taken in SHARE mode (what the build takes), so verification's reads go on.
+fn beside_verification(plan: &RunPlan, ddl: &str, pace: Pace) -> String {
+    format!(
+        "BEGIN; {}; {}; {ddl}; COMMIT",
+        session::lock_shadow_shared(&plan.shadow, session::RUN_SESSION.lock_timeout_ms),
+        build_settings(pace)
+    )
+}
+
+/// Whether verification can run beside this plan's index builds once the key is
+/// built: there are builds to run beside, no constraint is added after the copy
+/// (adding one locks reads out), and every other index is a plain `CREATE [UNIQUE]
+/// INDEX`, which takes SHARE and lets reads go on (an index backing a constraint is
+/// added with `ALTER TABLE`).
+pub(super) fn verifies_beside_builds(plan: &RunPlan) -> bool {
+    !plan.indexes.is_empty()
+        && plan.constraints.is_empty()
+        && plan
+            .indexes
+            .iter()
+            .all(|i| !i.constraint && i.sql.starts_with("CREATE "))
+}
+
+/// The applier held for an index build: the gate, and the flag verification reads.
+struct HeldForBuild<'a> {
+    _gate: tokio::sync::MutexGuard<'a, ()>,
+    flag: &'a std::sync::atomic::AtomicBool,
+}
+
+impl Drop for HeldForBuild<'_> {
+    fn drop(&mut self) {
+        self.flag.store(false, Ordering::Release);
+    }
+}
+
 /// The settings of a build admitted at `pace`.
 fn build_settings(pace: Pace) -> String {
     const MEMORY: &str = "SET LOCAL maintenance_work_mem = '256MB'";
@@ -115,6 +151,11 @@ async fn ensure_key_watched(
 /// else uses the shadow, so plain builds), skipping any already built by an earlier
 /// process. The applier is paused during each build (it would wait for the build's
 /// lock on the shadow, within its `lock_timeout`) and catches up between them.
+///
+/// With `readable` (the plan [`verifies_beside_builds`]), the shadow is analyzed once
+/// its key is built, `readable` is set, and the other indexes are built in SHARE
+/// mode, so that verification reads the shadow beside them.
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn build_indexes(
     spec: &ConnectionSpec,
     monitor: &Client,
@@ -122,6 +163,7 @@ pub(super) async fn build_indexes(
     state: &CopyState,
     applier: Option<&ApplierTask>,
     throttle: &Throttle,
+    readable: Option<&tokio::sync::watch::Sender<bool>>,
     progress: &mut dyn CasProgress,
 ) -> Result<(), CasError> {
     let session = session::open(spec, &plan.names().index_application()).await?;
@@ -135,10 +177,25 @@ pub(super) async fn build_indexes(
     state.key_ready.store(true, Ordering::Release);
     let pause = || async {
         match applier {
-            Some(task) => Some(task.gate.lock().await),
+            Some(task) => {
+                let gate = task.gate.lock().await;
+                task.held_for_build.store(true, Ordering::Release);
+                Some(HeldForBuild {
+                    _gate: gate,
+                    flag: &task.held_for_build,
+                })
+            }
             None => None,
         }
     };
+    if let Some(readable) = readable {
+        // Verification's first and last chunks are ranges open at one end: without
+        // statistics the planner reads the whole shadow for each (see
+        // `analyze_shadow`). Analyzed again once every index is built.
+        pace.admit().await;
+        analyze_shadow(client, plan, false).await?;
+        readable.send_replace(true);
+    }
     let schema = plan.shadow.schema.clone().unwrap_or_default();
     for index in &plan.indexes {
         let exists = client
@@ -155,13 +212,13 @@ pub(super) async fn build_indexes(
         }
         let admitted = pace.admit().await;
         let _paused = pause().await;
-        let result = watcher
-            .run(
-                client,
-                &index.source_name,
-                &on_shadow_at(plan, &index.sql, admitted),
-            )
-            .await;
+        // INV: CO-11 — beside verification, only what lets its reads go on.
+        let sql = if readable.is_some() {
+            beside_verification(plan, &index.sql, admitted)
+        } else {
+            on_shadow_at(plan, &index.sql, admitted)
+        };
+        let result = watcher.run(client, &index.source_name, &sql).await;
         session::settle(
             client,
             &format!("building index {} on the shadow", index.source_name),
@@ -220,7 +277,7 @@ pub(super) async fn build_indexes(
     }
     pace.admit().await;
     let _paused = pause().await;
-    analyze_shadow(client, plan).await
+    analyze_shadow(client, plan, readable.is_some()).await
 }
 
 /// Gives the shadow (and its partitions) planner statistics, once its indexes are
@@ -230,10 +287,17 @@ pub(super) async fn build_indexes(
 /// others. And the table the swap puts in the source's place has the statistics a
 /// query planned right after needs, rather than waiting for autovacuum. Run again by
 /// a process that resumes the indexing phase: it is cheap (a sample) and idempotent.
-async fn analyze_shadow(client: &Client, plan: &RunPlan) -> Result<(), CasError> {
-    let result = client
-        .batch_execute(&on_shadow(plan, &format!("ANALYZE {}", plan.shadow)))
-        .await;
+///
+/// `beside`: verification reads the shadow meanwhile, so it is taken in SHARE mode
+/// (`ANALYZE` itself takes SHARE UPDATE EXCLUSIVE).
+async fn analyze_shadow(client: &Client, plan: &RunPlan, beside: bool) -> Result<(), CasError> {
+    let analyze = format!("ANALYZE {}", plan.shadow);
+    let sql = if beside {
+        beside_verification(plan, &analyze, Pace::Open)
+    } else {
+        on_shadow(plan, &analyze)
+    };
+    let result = client.batch_execute(&sql).await;
     session::settle(client, "analyzing the shadow", result).await
 }
 

@@ -6,6 +6,7 @@
 //! `pg_try_advisory_lock` on the runner's session and never waited for (INV: OC-2).
 
 mod applier_task;
+mod beside;
 mod cleanup;
 mod copy;
 mod drive;
@@ -88,8 +89,13 @@ pub struct RunReport {
     pub verification_passes: u32,
     /// The largest change-log backlog seen.
     pub backlog_max: i64,
-    /// Duration of each phase run by this process (`phase`, milliseconds).
+    /// Duration of each phase run by this process (`phase`, milliseconds). With
+    /// [`Self::verified_beside_builds`], `verifying` ran inside `indexing`.
     pub phases_ms: Vec<(String, u64)>,
+    /// Whether verification ran beside the index builds (from when the key was
+    /// built), rather than after them.
+    #[serde(default)]
+    pub verified_beside_builds: bool,
     /// The swap, when it happened.
     pub swap: Option<SwapReport>,
     /// Foreign keys that could not be validated after the swap (left NOT VALID).

@@ -19,7 +19,8 @@ use crate::connect::ConnectionSpec;
 
 /// A complete verification pass with no repair and no divergence (INV: CO-7):
 /// only that lets the run swap. A pass is verified by `workers` sessions at once, each
-/// chunk in one snapshot of its own (as the copy is made by `workers` sessions).
+/// chunk in one snapshot of its own (the copy's own number of sessions, or fewer
+/// beside the index builds).
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn verify_all(
     spec: &ConnectionSpec,
@@ -28,6 +29,7 @@ pub(super) async fn verify_all(
     statements: &Statements,
     applier: Option<&ApplierTask>,
     throttle: &Throttle,
+    workers: usize,
     estimate: i64,
     report: &mut RunReport,
     progress: &mut dyn CasProgress,
@@ -36,14 +38,16 @@ pub(super) async fn verify_all(
     let mut watch = ThrottleWatch::default();
     const MAX_PASSES: u32 = 3;
     let mut sessions = Vec::new();
-    for _ in 0..plan.options.workers.max(1) {
+    for _ in 0..workers.max(1) {
         sessions.push(Arc::new(
             session::open(spec, &plan.names().verify_application()).await?,
         ));
     }
     for _ in 0..MAX_PASSES {
         report.verification_passes += 1;
-        let pass = Arc::new(verify::Pass::default());
+        let pass = Arc::new(verify::Pass::new(
+            applier.map(|task| task.held_for_build.clone()),
+        ));
         let mut workers = Workers(Vec::new());
         for (index, session) in sessions.iter().enumerate() {
             let (session, statements, pass) = (session.clone(), statements.clone(), pass.clone());
