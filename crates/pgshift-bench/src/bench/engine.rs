@@ -303,6 +303,7 @@ pub fn engine_run_from_report(report: &Value, wall_ms: f64) -> EngineRun {
         swap_attempts: swap["attempts"].as_u64().map(|a| a as u32),
         drained: swap["drained"].as_i64(),
         backlog_max: report["backlog_max"].as_i64().unwrap_or(0),
+        verified_beside_builds: report["verified_beside_builds"].as_bool().unwrap_or(false),
         vm_hwm_kib: None,
         standbys: report["standbys"]["standbys"]
             .as_array()

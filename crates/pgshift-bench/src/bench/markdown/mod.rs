@@ -519,7 +519,13 @@ fn phases(run: &EngineRun) -> String {
     let listed = run
         .phases_ms
         .iter()
-        .map(|(name, ms)| format!("{name} {}", secs(*ms as f64)))
+        .map(|(name, ms)| {
+            if name == "verifying" && run.verified_beside_builds {
+                format!("{name} {} beside the index builds", secs(*ms as f64))
+            } else {
+                format!("{name} {}", secs(*ms as f64))
+            }
+        })
         .collect::<Vec<_>>()
         .join(", ");
     match run.verify_copy_ratio() {
@@ -642,6 +648,13 @@ mod tests {
             text.contains(
                 "copying 4.00 s, indexing 3.00 s, verifying 1.00 s; verifying / copying 0.25×"
             ),
+            "{text}"
+        );
+        let p1 = results.p1.as_mut().expect("the sample has P1");
+        p1.pgshift.verified_beside_builds = true;
+        let text = render(&results, "");
+        assert!(
+            text.contains("indexing 3.00 s, verifying 1.00 s beside the index builds;"),
             "{text}"
         );
     }

@@ -25,6 +25,10 @@ pub struct EngineRun {
     /// absent in results written before).
     #[serde(default)]
     pub standbys: Vec<super::StandbyLag>,
+    /// Whether verification ran beside the index builds (its phase time then lies
+    /// inside indexing's; absent in results written before).
+    #[serde(default)]
+    pub verified_beside_builds: bool,
 }
 
 impl EngineRun {

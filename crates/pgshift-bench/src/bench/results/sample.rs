@@ -60,6 +60,7 @@ pub(crate) fn relay_run(label: &str) -> RelayRun {
             backlog_max: 150,
             vm_hwm_kib: None,
             standbys: Vec::new(),
+            verified_beside_builds: false,
         }),
         backlog: vec![(11.0, 10), (12.0, 30)],
         series: Vec::new(),
@@ -168,6 +169,7 @@ pub(crate) fn sample() -> BenchResults {
         backlog_max: 0,
         vm_hwm_kib: Some(20_000),
         standbys: Vec::new(),
+        verified_beside_builds: false,
     };
     let mut results = BenchResults {
         schema_version: SCHEMA_VERSION,
