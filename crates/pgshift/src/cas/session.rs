@@ -26,17 +26,25 @@ const SHADOW_LOCK_WAIT_MS: u64 = 60_000;
 /// this transaction — waiting up to [`SHADOW_LOCK_WAIT_MS`] — and then put
 /// `lock_timeout` back to `lock_timeout_ms` for every other lock the transaction takes.
 pub fn lock_shadow(shadow: &QualifiedName, lock_timeout_ms: u64) -> String {
-    lock_shadow_in(shadow, lock_timeout_ms, "ACCESS EXCLUSIVE")
+    lock_shadow_in(shadow, lock_timeout_ms, ShadowLock::Exclusive)
 }
 
-/// [`lock_shadow`] in SHARE mode: what `CREATE INDEX` takes, which lets verification
-/// read the shadow beside the build and still waits out an autovacuum worker on it
-/// (SHARE conflicts with its SHARE UPDATE EXCLUSIVE).
-pub fn lock_shadow_shared(shadow: &QualifiedName, lock_timeout_ms: u64) -> String {
-    lock_shadow_in(shadow, lock_timeout_ms, "SHARE")
+/// The mode [`lock_shadow_in`] takes the shadow in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShadowLock {
+    /// ACCESS EXCLUSIVE: nobody else reads the shadow meanwhile.
+    Exclusive,
+    /// SHARE, what `CREATE INDEX` takes: verification reads the shadow beside it, and
+    /// an autovacuum worker on it (SHARE UPDATE EXCLUSIVE) is still waited out.
+    Share,
 }
 
-fn lock_shadow_in(shadow: &QualifiedName, lock_timeout_ms: u64, mode: &str) -> String {
+/// [`lock_shadow`] in `mode`.
+pub fn lock_shadow_in(shadow: &QualifiedName, lock_timeout_ms: u64, mode: ShadowLock) -> String {
+    let mode = match mode {
+        ShadowLock::Exclusive => "ACCESS EXCLUSIVE",
+        ShadowLock::Share => "SHARE",
+    };
     format!(
         "SET LOCAL lock_timeout = {SHADOW_LOCK_WAIT_MS}; \
          LOCK TABLE {shadow} IN {mode} MODE; \

@@ -174,10 +174,8 @@ pub(super) async fn run_phases(
     .await?;
     let throttle = controller.throttle().clone();
     if from <= Phase::Copying {
-        CasError::check_interrupt()?;
         let started = Instant::now();
-        progress.phase(Phase::Copying);
-        store::set_phase(client, plan.run, Phase::Copying).await?;
+        enter(client, plan, progress, Phase::Copying).await?;
         resume_copy(client, plan, statements, record, state).await?;
         stoppable(copy(
             spec, plan, statements, state, applier, &throttle, estimate, progress,
@@ -191,9 +189,7 @@ pub(super) async fn run_phases(
     // builds may still run: a run resumed at `verifying` makes sure of them again
     // (those built are skipped) before it verifies.
     if from <= Phase::Verifying && verifies_beside_builds(plan) {
-        CasError::check_interrupt()?;
-        progress.phase(Phase::Indexing);
-        store::set_phase(client, plan.run, Phase::Indexing).await?;
+        enter(client, plan, progress, Phase::Indexing).await?;
         let took = stoppable(index_and_verify(
             spec, client, plan, statements, state, applier, &throttle, estimate, report, progress,
         ))
@@ -206,10 +202,8 @@ pub(super) async fn run_phases(
             .push(("verifying".to_owned(), took.verifying));
     } else {
         if from <= Phase::Indexing {
-            CasError::check_interrupt()?;
             let started = Instant::now();
-            progress.phase(Phase::Indexing);
-            store::set_phase(client, plan.run, Phase::Indexing).await?;
+            enter(client, plan, progress, Phase::Indexing).await?;
             stoppable(build_indexes(
                 spec, client, plan, state, applier, &throttle, None, progress,
             ))
@@ -223,10 +217,8 @@ pub(super) async fn run_phases(
             ensure_key(client, plan).await?;
             state.key_ready.store(true, Ordering::Release);
         }
-        CasError::check_interrupt()?;
         let started = Instant::now();
-        progress.phase(Phase::Verifying);
-        store::set_phase(client, plan.run, Phase::Verifying).await?;
+        enter(client, plan, progress, Phase::Verifying).await?;
         stoppable(verify_all(
             spec,
             client,
@@ -247,18 +239,14 @@ pub(super) async fn run_phases(
     report.throttled_ms = throttle.paused_ms();
     report.throttle = controller.stop();
     if plan.options.defer_cutover {
-        CasError::check_interrupt()?;
-        progress.phase(Phase::Ready);
-        store::set_phase(client, plan.run, Phase::Ready).await?;
+        enter(client, plan, progress, Phase::Ready).await?;
         stoppable(wait_for_cutover(client, plan, applier)).await?;
     }
     let held = stoppable(hold_while_paused(client, plan, applier, progress)).await?;
     report.throttled_ms = report.throttled_ms.saturating_add(held);
     // The swap checks for a stop between its attempts, never inside its transaction.
-    CasError::check_interrupt()?;
     let started = Instant::now();
-    progress.phase(Phase::Cutover);
-    store::set_phase(client, plan.run, Phase::Cutover).await?;
+    enter(client, plan, progress, Phase::Cutover).await?;
     let max_lag = plan
         .options
         .throttle
@@ -325,6 +313,19 @@ pub(super) async fn stoppable<T>(
             crate::exec::interrupt::requested().unwrap_or_default(),
         )),
     }
+}
+
+/// Enters `phase` at a safe point: a stop requested meanwhile ends the run here;
+/// then the phase is shown and recorded (a process that resumes starts from it).
+async fn enter(
+    client: &Client,
+    plan: &RunPlan,
+    progress: &mut dyn CasProgress,
+    phase: Phase,
+) -> Result<(), CasError> {
+    CasError::check_interrupt()?;
+    progress.phase(phase);
+    store::set_phase(client, plan.run, phase).await
 }
 
 pub(super) fn elapsed_ms(started: Instant) -> u64 {

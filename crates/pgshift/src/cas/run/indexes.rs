@@ -11,7 +11,7 @@ use crate::cas::copier::CopyState;
 use crate::cas::error::CasError;
 use crate::cas::index_watch::Watcher;
 use crate::cas::plan::RunPlan;
-use crate::cas::session;
+use crate::cas::session::{self, ShadowLock};
 use crate::connect::ConnectionSpec;
 use pgshift_sql::{quote_ident, QualifiedName};
 
@@ -21,27 +21,18 @@ use pgshift_sql::{quote_ident, QualifiedName};
 /// key's referenced table) is still waited for briefly. Run it through
 /// [`session::settle`].
 pub(super) fn on_shadow(plan: &RunPlan, ddl: &str) -> String {
-    on_shadow_at(plan, ddl, Pace::Open)
+    on_shadow_at(plan, ddl, Pace::Open, ShadowLock::Exclusive)
 }
 
 /// [`on_shadow`] for work the throttle admitted at `pace`: while the work is slowed an
 /// index is built by its session alone (`max_parallel_maintenance_workers = 0`). A
 /// build cannot be paused once started, and a parallel one takes every core of a
-/// small machine for its length, the writers' share included.
-pub(super) fn on_shadow_at(plan: &RunPlan, ddl: &str, pace: Pace) -> String {
+/// small machine for its length, the writers' share included. `lock`: the shadow's
+/// mode ([`ShadowLock::Share`] beside verification, so that its reads go on).
+pub(super) fn on_shadow_at(plan: &RunPlan, ddl: &str, pace: Pace, lock: ShadowLock) -> String {
     format!(
         "BEGIN; {}; {}; {ddl}; COMMIT",
-        session::lock_shadow(&plan.shadow, session::RUN_SESSION.lock_timeout_ms),
-        build_settings(pace)
-    )
-}
-
-/// [`on_shadow_at`] for a plain `CREATE INDEX` beside verification: the shadow is
-/// taken in SHARE mode (what the build takes), so verification's reads go on.
-fn beside_verification(plan: &RunPlan, ddl: &str, pace: Pace) -> String {
-    format!(
-        "BEGIN; {}; {}; {ddl}; COMMIT",
-        session::lock_shadow_shared(&plan.shadow, session::RUN_SESSION.lock_timeout_ms),
+        session::lock_shadow_in(&plan.shadow, session::RUN_SESSION.lock_timeout_ms, lock),
         build_settings(pace)
     )
 }
@@ -58,6 +49,15 @@ pub(super) fn verifies_beside_builds(plan: &RunPlan) -> bool {
             .indexes
             .iter()
             .all(|i| !i.constraint && i.sql.starts_with("CREATE "))
+}
+
+/// The shadow's lock for work beside verification or not (INV: CO-11).
+fn shadow_lock(beside: bool) -> ShadowLock {
+    if beside {
+        ShadowLock::Share
+    } else {
+        ShadowLock::Exclusive
+    }
 }
 
 /// The applier held for an index build: the gate, and the flag verification reads.
@@ -138,6 +138,7 @@ async fn ensure_key_watched(
             quote_ident(&plan.shadow_key_name)
         ),
         pace,
+        ShadowLock::Exclusive,
     );
     let result = match watcher {
         Some(watcher) => watcher.run(client, "primary key", &sql).await,
@@ -213,11 +214,7 @@ pub(super) async fn build_indexes(
         let admitted = pace.admit().await;
         let _paused = pause().await;
         // INV: CO-11 — beside verification, only what lets its reads go on.
-        let sql = if readable.is_some() {
-            beside_verification(plan, &index.sql, admitted)
-        } else {
-            on_shadow_at(plan, &index.sql, admitted)
-        };
+        let sql = on_shadow_at(plan, &index.sql, admitted, shadow_lock(readable.is_some()));
         let result = watcher.run(client, &index.source_name, &sql).await;
         session::settle(
             client,
@@ -292,11 +289,7 @@ pub(super) async fn build_indexes(
 /// (`ANALYZE` itself takes SHARE UPDATE EXCLUSIVE).
 async fn analyze_shadow(client: &Client, plan: &RunPlan, beside: bool) -> Result<(), CasError> {
     let analyze = format!("ANALYZE {}", plan.shadow);
-    let sql = if beside {
-        beside_verification(plan, &analyze, Pace::Open)
-    } else {
-        on_shadow(plan, &analyze)
-    };
+    let sql = on_shadow_at(plan, &analyze, Pace::Open, shadow_lock(beside));
     let result = client.batch_execute(&sql).await;
     session::settle(client, "analyzing the shadow", result).await
 }
