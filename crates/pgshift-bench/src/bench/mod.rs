@@ -166,6 +166,8 @@ pub struct BenchOptions {
     pub p5_seconds: u64,
     /// P5 rounds.
     pub p5_rounds: u32,
+    /// Rounds of P1 (at each size) and of P2, alternating which side runs first.
+    pub pair_rounds: u32,
     /// Rows of the P5 table.
     pub p5_rows: u64,
     /// Whether these are the `--quick` sizes (reported).
@@ -203,6 +205,7 @@ impl BenchOptions {
             after_s: 8,
             p5_seconds: 5,
             p5_rounds: 3,
+            pair_rounds: 3,
             p5_rows: 100_000,
             quick: false,
             only: Scenario::ALL.into_iter().collect(),
@@ -229,6 +232,7 @@ impl BenchOptions {
             after_s: 3,
             p5_seconds: 2,
             p5_rounds: 1,
+            pair_rounds: 1,
             p5_rows: 10_000,
             quick: true,
             ..BenchOptions::standard(out)
@@ -294,6 +298,7 @@ impl BenchOptions {
             relay_after_s: self.after_s,
             p5_seconds: self.p5_seconds,
             p5_rounds: self.p5_rounds,
+            pair_rounds: self.pair_rounds,
         }
     }
 }

@@ -5,12 +5,17 @@ use std::time::Instant;
 use tokio_postgres::Client;
 
 use super::engine::run_child;
-use super::results::{LockHold, RssSample, P1, P2};
+use super::results::{EngineRun, LockHold, PairRound, RssSample, P1, P2};
 use super::{connect, scalar_i64, Bench, BenchError, BenchResult, Context, Scenario};
 
 /// The statement of P1 (and P6) on `table`.
 fn retype(table: &str) -> String {
-    format!("ALTER TABLE {table} ALTER COLUMN qty TYPE bigint")
+    retype_to(table, "bigint")
+}
+
+/// `qty` of `table` to type `to` (P1's later rounds change it back and forth).
+fn retype_to(table: &str, to: &str) -> String {
+    format!("ALTER TABLE {table} ALTER COLUMN qty TYPE {to}")
 }
 
 /// Creates `name` with `rows` rows (about 125 bytes each), a primary key and
@@ -96,7 +101,10 @@ async fn checkpoint_and_close(client: Client) -> BenchResult<()> {
 }
 
 /// P1 at `rows`: `ALTER COLUMN qty TYPE bigint`, blocking on one table and
-/// through pgshift (in a child process) on an identical one.
+/// through pgshift (in a child process) on an identical one, in rounds (each round
+/// after the first changes the column back and forth, so that every round rewrites
+/// the same rows; the order of the two sides alternates). The median round is
+/// reported.
 pub(crate) async fn p1(bench: &mut Bench, rows: u64) -> BenchResult<P1> {
     let conninfo = bench.conninfo("bench");
     let client = connect(&conninfo).await?;
@@ -104,39 +112,48 @@ pub(crate) async fn p1(bench: &mut Bench, rows: u64) -> BenchResult<P1> {
     create_table(&client, "p1_blocking", rows).await?;
     create_table(&client, "p1_pgshift", rows).await?;
     let (table_bytes, total_bytes, indexes) = sizes(&client, "p1_blocking").await?;
-
-    checkpoint(&client).await?;
-    let started = Instant::now();
-    client
-        .batch_execute(&retype("p1_blocking"))
-        .await
-        .ctx("the blocking ALTER")?;
-    let blocking_ms = started.elapsed().as_secs_f64() * 1000.0;
-    bench.say(format!("P1: blocking ALTER {:.2} s", blocking_ms / 1000.0));
-
-    checkpoint_and_close(client).await?;
-    let child = run_child(
-        &conninfo,
-        "p1_pgshift",
-        &retype("p1_pgshift"),
-        &bench.options.run_options(),
-    )
-    .await?;
+    drop(client);
+    let mut rounds = Vec::new();
+    let mut to = "integer";
+    for round in 0..bench.options.pair_rounds.max(1) {
+        to = if round % 2 == 0 { "bigint" } else { "integer" };
+        let pgshift_first = round % 2 == 1;
+        let mut blocking_ms = 0.0;
+        let mut pgshift = None;
+        for pgshift_turn in [pgshift_first, !pgshift_first] {
+            if pgshift_turn {
+                let statement = retype_to("p1_pgshift", to);
+                let run = pgshift_side(bench, &conninfo, "p1_pgshift", &statement).await?;
+                bench.say(format!(
+                    "P1 round {}: pgshift {:.2} s",
+                    round + 1,
+                    run.wall_ms / 1000.0
+                ));
+                pgshift = Some(run);
+            } else {
+                let statement = retype_to("p1_blocking", to);
+                blocking_ms = timed(&conninfo, &statement, "the blocking ALTER").await?;
+                bench.say(format!(
+                    "P1 round {}: blocking ALTER {:.2} s",
+                    round + 1,
+                    blocking_ms / 1000.0
+                ));
+            }
+        }
+        rounds.push(pair_round("P1", pgshift_first, blocking_ms, pgshift)?);
+    }
     let client = connect(&conninfo).await?;
-    let pgshift = child.engine_run()?;
-    bench.say(format!(
-        "P1: pgshift {:.2} s, peak RSS {} KiB",
-        pgshift.wall_ms / 1000.0,
-        child.peak_kib()
-    ));
-    check_table(&client, "p1_blocking", rows, "bigint").await?;
-    check_table(&client, "p1_pgshift", rows, "bigint").await?;
+    check_table(&client, "p1_blocking", rows, to).await?;
+    check_table(&client, "p1_pgshift", rows, to).await?;
+    let median = PairRound::median(&rounds)
+        .cloned()
+        .ok_or_else(|| BenchError("P1: no round ran".to_owned()))?;
     let run = if rows == bench.options.rows {
         "P1 (no load)".to_owned()
     } else {
         format!("P1 at {rows} rows (no load)")
     };
-    record(bench, &run, rows, total_bytes, &pgshift);
+    record(bench, &run, rows, total_bytes, &median.pgshift);
     client
         .batch_execute("DROP TABLE p1_blocking, p1_pgshift")
         .await
@@ -147,10 +164,49 @@ pub(crate) async fn p1(bench: &mut Bench, rows: u64) -> BenchResult<P1> {
         table_bytes,
         total_bytes,
         indexes,
-        blocking_ms,
-        ratio: pgshift.wall_ms / blocking_ms.max(f64::EPSILON),
+        blocking_ms: median.other_ms,
+        ratio: median.ratio,
+        pgshift: median.pgshift,
+        rounds,
+    })
+}
+
+/// One round of `scenario` from what its two sides measured.
+fn pair_round(
+    scenario: &str,
+    pgshift_first: bool,
+    other_ms: f64,
+    pgshift: Option<EngineRun>,
+) -> BenchResult<PairRound> {
+    let pgshift = pgshift.ok_or_else(|| BenchError(format!("{scenario}: pgshift did not run")))?;
+    Ok(PairRound {
+        pgshift_first,
+        other_ms,
+        ratio: pgshift.wall_ms / other_ms.max(f64::EPSILON),
         pgshift,
     })
+}
+
+/// Runs `statement` on a session of its own after a checkpoint: its wall time (ms).
+async fn timed(conninfo: &str, statement: &str, what: &str) -> BenchResult<f64> {
+    let client = connect(conninfo).await?;
+    checkpoint(&client).await?;
+    let started = Instant::now();
+    client.batch_execute(statement).await.ctx(what)?;
+    Ok(started.elapsed().as_secs_f64() * 1000.0)
+}
+
+/// Runs `statement` through pgshift on `table` (a child process), after a checkpoint
+/// and with no session of the bench's open (see [`checkpoint_and_close`]).
+async fn pgshift_side(
+    bench: &Bench,
+    conninfo: &str,
+    table: &str,
+    statement: &str,
+) -> BenchResult<EngineRun> {
+    checkpoint_and_close(connect(conninfo).await?).await?;
+    let child = run_child(conninfo, table, statement, &bench.options.run_options()).await?;
+    child.engine_run()
 }
 
 /// Notes a child run's swap and peak RSS for P4 and P6.
@@ -194,22 +250,65 @@ pub(crate) async fn p2(bench: &mut Bench) -> BenchResult<P2> {
     create_table(&client, "p2_pgshift", rows).await?;
     create_table(&client, "p2_repack", rows).await?;
     let (_, total_bytes, _) = sizes(&client, "p2_pgshift").await?;
-
-    checkpoint_and_close(client).await?;
+    drop(client);
     let statement = "VACUUM FULL p2_pgshift";
-    let child = run_child(
-        &conninfo,
-        "p2_pgshift",
-        statement,
-        &bench.options.run_options(),
-    )
-    .await?;
-    let client = connect(&conninfo).await?;
-    let pgshift = child.engine_run()?;
-    bench.say(format!("P2: pgshift {:.2} s", pgshift.wall_ms / 1000.0));
-
-    checkpoint(&client).await?;
     let table = "public.p2_repack";
+    let mut rounds = Vec::new();
+    for round in 0..bench.options.pair_rounds.max(1) {
+        let pgshift_first = round % 2 == 0;
+        let mut pg_repack_ms = 0.0;
+        let mut pgshift = None;
+        for pgshift_turn in [pgshift_first, !pgshift_first] {
+            if pgshift_turn {
+                let run = pgshift_side(bench, &conninfo, "p2_pgshift", statement).await?;
+                bench.say(format!(
+                    "P2 round {}: pgshift {:.2} s",
+                    round + 1,
+                    run.wall_ms / 1000.0
+                ));
+                pgshift = Some(run);
+            } else {
+                pg_repack_ms = pg_repack(bench, &conninfo, table).await?;
+                bench.say(format!(
+                    "P2 round {}: pg_repack {:.2} s",
+                    round + 1,
+                    pg_repack_ms / 1000.0
+                ));
+            }
+        }
+        rounds.push(pair_round("P2", pgshift_first, pg_repack_ms, pgshift)?);
+    }
+    let median = PairRound::median(&rounds)
+        .cloned()
+        .ok_or_else(|| BenchError("P2: no round ran".to_owned()))?;
+    let client = connect(&conninfo).await?;
+    check_table(&client, "p2_pgshift", rows, "integer").await?;
+    check_table(&client, "p2_repack", rows, "integer").await?;
+    let (_, pgshift_bytes_after, _) = sizes(&client, "p2_pgshift").await?;
+    let (_, pg_repack_bytes_after, _) = sizes(&client, "p2_repack").await?;
+    record(bench, "P2 (no load)", rows, total_bytes, &median.pgshift);
+    client
+        .batch_execute("DROP TABLE p2_pgshift, p2_repack")
+        .await
+        .ctx("dropping the P2 tables")?;
+    Ok(P2 {
+        statement: "VACUUM FULL <table>".to_owned(),
+        pg_repack_command: format!("pg_repack --table={table}"),
+        pg_repack_version: version,
+        rows,
+        total_bytes,
+        pg_repack_ms: median.other_ms,
+        pgshift_bytes_after,
+        pg_repack_bytes_after,
+        ratio: median.ratio,
+        pgshift: median.pgshift,
+        rounds,
+    })
+}
+
+/// Runs `pg_repack --table=TABLE` after a checkpoint: its wall time (ms).
+async fn pg_repack(bench: &Bench, conninfo: &str, table: &str) -> BenchResult<f64> {
+    checkpoint_and_close(connect(conninfo).await?).await?;
     let started = Instant::now();
     let output = tokio::process::Command::from(bench.cluster.command("pg_repack"))
         .arg("--host")
@@ -224,7 +323,7 @@ pub(crate) async fn p2(bench: &mut Bench) -> BenchResult<P2> {
         .output()
         .await
         .ctx("running pg_repack")?;
-    let pg_repack_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let ms = started.elapsed().as_secs_f64() * 1000.0;
     if !output.status.success() {
         return Err(BenchError(format!(
             "pg_repack failed ({}): {}",
@@ -232,28 +331,7 @@ pub(crate) async fn p2(bench: &mut Bench) -> BenchResult<P2> {
             String::from_utf8_lossy(&output.stderr).trim()
         )));
     }
-    bench.say(format!("P2: pg_repack {:.2} s", pg_repack_ms / 1000.0));
-    check_table(&client, "p2_pgshift", rows, "integer").await?;
-    check_table(&client, "p2_repack", rows, "integer").await?;
-    let (_, pgshift_bytes_after, _) = sizes(&client, "p2_pgshift").await?;
-    let (_, pg_repack_bytes_after, _) = sizes(&client, "p2_repack").await?;
-    record(bench, "P2 (no load)", rows, total_bytes, &pgshift);
-    client
-        .batch_execute("DROP TABLE p2_pgshift, p2_repack")
-        .await
-        .ctx("dropping the P2 tables")?;
-    Ok(P2 {
-        statement: "VACUUM FULL <table>".to_owned(),
-        pg_repack_command: format!("pg_repack --table={table}"),
-        pg_repack_version: version,
-        rows,
-        total_bytes,
-        pg_repack_ms,
-        pgshift_bytes_after,
-        pg_repack_bytes_after,
-        ratio: pgshift.wall_ms / pg_repack_ms.max(f64::EPSILON),
-        pgshift,
-    })
+    Ok(ms)
 }
 
 async fn pg_repack_version(bench: &Bench) -> BenchResult<String> {

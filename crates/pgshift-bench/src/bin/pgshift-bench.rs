@@ -75,6 +75,10 @@ struct RunArgs {
     /// [default: 10000000; quick: 300000].
     #[arg(long)]
     p1_large_rows: Option<u64>,
+    /// Rounds of P1 (at each size) and of P2, alternating which side runs first;
+    /// each reports its median round [default: 3; quick: 1].
+    #[arg(long)]
+    rounds: Option<u32>,
     /// `--max-writer-slowdown` (a ratio over the probe's baseline) of P3's run with
     /// the stricter throttle (the default throttle's is 2).
     #[arg(long, default_value_t = 1.5)]
@@ -128,6 +132,12 @@ impl RunArgs {
         }
         if let Some(rows) = self.p1_large_rows {
             o.p1_large_rows = rows;
+        }
+        if let Some(rounds) = self.rounds {
+            if rounds == 0 {
+                return Err("--rounds must be at least 1".to_owned());
+            }
+            o.pair_rounds = rounds;
         }
         if !(self.strict_writer_slowdown.is_finite() && self.strict_writer_slowdown > 1.0) {
             return Err(format!(

@@ -48,6 +48,9 @@ pub fn render(results: &BenchResults, chart_prefix: &str) -> String {
             "| **ratio** | **{:.2}×** | target ≤ 1× | |\n",
             p2.ratio
         );
+        if let Some(line) = p1::rounds_line(&p2.rounds, "pg_repack") {
+            let _ = writeln!(out, "{line}\n");
+        }
     }
     if let Some(p3) = &results.p3 {
         section(&mut out, "P3: live writes during the change");
@@ -425,11 +428,19 @@ fn header(out: &mut String, r: &BenchResults) {
     );
     let _ = writeln!(
         out,
-        "- Sizes{}: P1/P2 tables of {} rows{}; P6 also at {} rows; relay `events` seeded with {} rows per partition; relay writers at {:.0}/s with {} s of load before and {} s after each change; P5 measurements of {} s.",
+        "- Sizes{}: P1/P2 tables of {} rows{}{}; P6 also at {} rows; relay `events` seeded with {} rows per partition; relay writers at {:.0}/s with {} s of load before and {} s after each change; P5 measurements of {} s.",
         if r.sizes.quick { " (`--quick`)" } else { "" },
         count(r.sizes.rows),
         if r.sizes.p1_large_rows > 0 {
             format!(", P1 also at {} rows", count(r.sizes.p1_large_rows))
+        } else {
+            String::new()
+        },
+        if r.sizes.pair_rounds > 1 {
+            format!(
+                " ({} rounds of P1 at each size and of P2, each reporting its median round)",
+                r.sizes.pair_rounds
+            )
         } else {
             String::new()
         },
@@ -618,6 +629,22 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("from the workspace at 4720e89"));
+    }
+
+    #[test]
+    fn rounds_are_listed_in_order_with_the_median_shown() {
+        let results = sample();
+        let text = render(&results, "docs/bench/");
+        assert!(
+            text.contains(
+                "At 2,000,000 rows: 3 round(s), the order alternating: 2.40× (the blocking ALTER first), \
+                 2.60× (pgshift first), 3.10× (the blocking ALTER first); the figures shown are the \
+                 median round's (2.60×, range 2.40–3.10×)."
+            ),
+            "{text}"
+        );
+        // P2 of the sample has no rounds (results written before them): no line.
+        assert!(!text.contains("(pg_repack first)"), "{text}");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use super::{bytes, count, phases, secs, section};
-use crate::bench::results::{limits, BenchResults, P1};
+use crate::bench::results::{limits, BenchResults, PairRound, P1};
 
 /// The P1 section, when P1 ran at any size.
 pub(super) fn render(out: &mut String, results: &BenchResults) {
@@ -46,10 +46,39 @@ pub(super) fn render(out: &mut String, results: &BenchResults) {
             large.pgshift.wall_ms / small.pgshift.wall_ms.max(f64::EPSILON)
         );
     }
+    for p1 in &sizes {
+        if let Some(line) = rounds_line(&p1.rounds, "the blocking ALTER") {
+            let _ = writeln!(out, "\nAt {} rows: {line}", count(p1.rows));
+        }
+    }
     let _ = writeln!(
         out,
         "\nTarget ≤ {}× (later ≤ {}×).\n",
         limits::P1_RATIO,
         limits::P1_RATIO_LATER
     );
+}
+
+/// The ratio of every round, in the order run, and which is shown (`None` for
+/// results without rounds). `other` names the other side.
+pub(super) fn rounds_line(rounds: &[PairRound], other: &str) -> Option<String> {
+    let median = PairRound::median(rounds)?;
+    let each: Vec<String> = rounds
+        .iter()
+        .map(|r| {
+            format!(
+                "{:.2}× ({} first)",
+                r.ratio,
+                if r.pgshift_first { "pgshift" } else { other }
+            )
+        })
+        .collect();
+    Some(format!(
+        "{} round(s), the order alternating: {}; the figures shown are the median round's ({:.2}×, range {:.2}–{:.2}×).",
+        rounds.len(),
+        each.join(", "),
+        median.ratio,
+        rounds.iter().map(|r| r.ratio).fold(f64::INFINITY, f64::min),
+        rounds.iter().map(|r| r.ratio).fold(0.0, f64::max),
+    ))
 }

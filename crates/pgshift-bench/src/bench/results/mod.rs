@@ -32,7 +32,7 @@ pub use engine_run::EngineRun;
 pub use evaluate::{evaluate, limits};
 pub use relay::{LoadFigures, LockHold, OracleFigures, PhaseBacklog, RelayRun, P3, P4, P7};
 pub use replica::{LagSample, ReaderFigures, ReplicaRun, StandbyConflicts, StandbyLag, P8};
-pub use tables::{RssSample, P1, P2, P6};
+pub use tables::{PairRound, RssSample, P1, P2, P6};
 pub use targets::{with_unit, Direction, TargetResult};
 pub use throttle::{ThrottleFigures, ThrottleSpan};
 
@@ -153,6 +153,10 @@ pub struct Sizes {
     pub p5_seconds: u64,
     /// P5 rounds.
     pub p5_rounds: u32,
+    /// Rounds of P1 (at each size) and of P2 (0 in results written before rounds:
+    /// one).
+    #[serde(default)]
+    pub pair_rounds: u32,
 }
 
 /// The copy-and-swap options of every pgshift run of the benchmark.

@@ -206,6 +206,7 @@ pub(crate) fn sample() -> BenchResults {
             relay_after_s: 10,
             p5_seconds: 10,
             p5_rounds: 3,
+            pair_rounds: 3,
         },
         engine: EngineSettings {
             workers: 2,
@@ -225,6 +226,15 @@ pub(crate) fn sample() -> BenchResults {
             blocking_ms: 3_000.0,
             pgshift: engine.clone(),
             ratio: 2.6,
+            rounds: [(false, 2.4), (true, 2.6), (false, 3.1)]
+                .into_iter()
+                .map(|(pgshift_first, ratio)| PairRound {
+                    pgshift_first,
+                    other_ms: 3_000.0,
+                    pgshift: engine.clone(),
+                    ratio,
+                })
+                .collect(),
         }),
         p1_large: None,
         p2: Some(P2 {
@@ -238,6 +248,7 @@ pub(crate) fn sample() -> BenchResults {
             pgshift_bytes_after: 360_000_000,
             pg_repack_bytes_after: 360_000_000,
             ratio: 0.87,
+            rounds: Vec::new(),
         }),
         p3: Some(P3 {
             statement: "ALTER TABLE events …".to_owned(),

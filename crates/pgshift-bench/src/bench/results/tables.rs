@@ -23,6 +23,10 @@ pub struct P1 {
     pub pgshift: EngineRun,
     /// pgshift wall / blocking wall.
     pub ratio: f64,
+    /// Every round, in the order run; the figures above are the median round's
+    /// (empty in results written before rounds).
+    #[serde(default)]
+    pub rounds: Vec<PairRound>,
 }
 
 /// P2: a plain rebuild by pgshift and by pg_repack.
@@ -48,6 +52,34 @@ pub struct P2 {
     pub pg_repack_bytes_after: u64,
     /// pgshift wall / pg_repack wall.
     pub ratio: f64,
+    /// Every round, in the order run; the figures above are the median round's
+    /// (empty in results written before rounds).
+    #[serde(default)]
+    pub rounds: Vec<PairRound>,
+}
+
+/// One round of P1 or P2: the other side (the blocking `ALTER TABLE`, or pg_repack)
+/// and pgshift, one after the other on their two identical tables.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PairRound {
+    /// Whether pgshift ran first in this round (the order alternates).
+    pub pgshift_first: bool,
+    /// Wall time of the other side, ms.
+    pub other_ms: f64,
+    /// The pgshift run.
+    pub pgshift: EngineRun,
+    /// pgshift wall / the other side's wall.
+    pub ratio: f64,
+}
+
+impl PairRound {
+    /// The round whose ratio is the median (of an even number, the higher of the
+    /// two in the middle); `None` without rounds.
+    pub fn median(rounds: &[PairRound]) -> Option<&PairRound> {
+        let mut sorted: Vec<&PairRound> = rounds.iter().collect();
+        sorted.sort_by(|a, b| a.ratio.total_cmp(&b.ratio));
+        sorted.get(sorted.len() / 2).copied()
+    }
 }
 
 /// One peak-RSS sample of P6.
@@ -76,4 +108,27 @@ pub struct P6 {
     pub growth: f64,
     /// Rows of the largest table / rows of the smallest.
     pub size_factor: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round(ratio: f64) -> PairRound {
+        PairRound {
+            pgshift_first: false,
+            other_ms: 1_000.0,
+            pgshift: EngineRun::default(),
+            ratio,
+        }
+    }
+
+    #[test]
+    fn the_median_round_is_the_middle_ratio_or_the_higher_of_two() {
+        assert_eq!(PairRound::median(&[]), None);
+        let three = [round(1.3), round(1.1), round(1.2)];
+        assert_eq!(PairRound::median(&three).map(|r| r.ratio), Some(1.2));
+        let four = [round(1.4), round(1.1), round(1.3), round(1.2)];
+        assert_eq!(PairRound::median(&four).map(|r| r.ratio), Some(1.3));
+    }
 }
