@@ -1,5 +1,5 @@
-//! Verification beside the index builds. Once the shadow's key is built and the
-//! shadow analyzed, verification reads it while the other indexes are built: each
+//! Verification beside the index builds. Once the shadow's key is built,
+//! verification reads it while the other indexes are built: each
 //! build takes the shadow in SHARE mode (what `CREATE INDEX` takes), which lets reads
 //! go on. Verification is mostly reading and hashing, and a build leaves a core idle
 //! for long stretches (its leader merging and writing the index alone), so the two
@@ -75,7 +75,7 @@ impl CasProgress for Handle<'_, '_> {
 }
 
 /// How long each side took (ms): the builds from the start of the phase, and
-/// verification from when the key was built and analyzed.
+/// verification from when the key was built.
 pub(super) struct Durations {
     pub indexing: u64,
     pub verifying: u64,

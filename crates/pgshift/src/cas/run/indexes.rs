@@ -153,9 +153,9 @@ async fn ensure_key_watched(
 /// process. The applier is paused during each build (it would wait for the build's
 /// lock on the shadow, within its `lock_timeout`) and catches up between them.
 ///
-/// With `readable` (the plan [`verifies_beside_builds`]), the shadow is analyzed once
-/// its key is built, `readable` is set, and the other indexes are built in SHARE
-/// mode, so that verification reads the shadow beside them.
+/// With `readable` (the plan [`verifies_beside_builds`]), `readable` is set once the
+/// key is built, and the other indexes are built in SHARE mode, so that verification
+/// reads the shadow beside them.
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn build_indexes(
     spec: &ConnectionSpec,
@@ -190,11 +190,9 @@ pub(super) async fn build_indexes(
         }
     };
     if let Some(readable) = readable {
-        // Verification's first and last chunks are ranges open at one end: without
-        // statistics the planner reads the whole shadow for each (see
-        // `analyze_shadow`). Analyzed again once every index is built.
-        pace.admit().await;
-        analyze_shadow(client, plan, false).await?;
+        // Verification reads by the key's index from here on, statistics or not (its
+        // sessions turn sequential scans off: see `verify_all`); the shadow is
+        // analyzed once every index is built, beside it.
         readable.send_replace(true);
     }
     let schema = plan.shadow.schema.clone().unwrap_or_default();
@@ -278,12 +276,10 @@ pub(super) async fn build_indexes(
 }
 
 /// Gives the shadow (and its partitions) planner statistics, once its indexes are
-/// built. Without them a range open at one end (verification's first and last chunks)
-/// is estimated at a third of the table, and the planner reads the whole shadow: on a
-/// 10 M-row table each of those two chunks took about 2 s, against 57 ms for the
-/// others. And the table the swap puts in the source's place has the statistics a
-/// query planned right after needs, rather than waiting for autovacuum. Run again by
-/// a process that resumes the indexing phase: it is cheap (a sample) and idempotent.
+/// built: the table the swap puts in the source's place has the statistics a query
+/// planned right after needs, rather than waiting for autovacuum. Run again by a
+/// process that resumes the indexing phase: it is cheap (a sample) and idempotent.
+/// Verification does not wait for it (its sessions read by the key's index).
 ///
 /// `beside`: verification reads the shadow meanwhile, so it is taken in SHARE mode
 /// (`ANALYZE` itself takes SHARE UPDATE EXCLUSIVE).
