@@ -168,6 +168,8 @@ pub struct BenchOptions {
     pub p5_rounds: u32,
     /// Rounds of P1 (at each size) and of P2, alternating which side runs first.
     pub pair_rounds: u32,
+    /// Rounds of P3's runs with the default and with the stricter throttle.
+    pub p3_rounds: u32,
     /// Rows of the P5 table.
     pub p5_rows: u64,
     /// Whether these are the `--quick` sizes (reported).
@@ -206,6 +208,7 @@ impl BenchOptions {
             p5_seconds: 5,
             p5_rounds: 3,
             pair_rounds: 3,
+            p3_rounds: 3,
             p5_rows: 100_000,
             quick: false,
             only: Scenario::ALL.into_iter().collect(),
@@ -233,6 +236,7 @@ impl BenchOptions {
             p5_seconds: 2,
             p5_rounds: 1,
             pair_rounds: 1,
+            p3_rounds: 1,
             p5_rows: 10_000,
             quick: true,
             ..BenchOptions::standard(out)
@@ -299,6 +303,7 @@ impl BenchOptions {
             p5_seconds: self.p5_seconds,
             p5_rounds: self.p5_rounds,
             pair_rounds: self.pair_rounds,
+            p3_rounds: self.p3_rounds,
         }
     }
 }

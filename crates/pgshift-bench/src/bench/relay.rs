@@ -115,20 +115,22 @@ pub(crate) async fn run(bench: &mut Bench, wanted: Wanted) -> BenchResult<RelayR
         client.batch_execute("CHECKPOINT").await.ctx("CHECKPOINT")?;
         bench.say(format!("relay: {} events seeded", seeded.total()));
     }
-    let mut copies = Vec::new();
+    let p3_rounds = bench.options.p3_rounds.max(1);
+    let mut copies: Vec<String> = Vec::new();
     if want_p3 {
-        copies.extend([
-            "relay_blocking",
-            "relay_pgshift",
-            "relay_strict",
-            "relay_unthrottled",
-        ]);
+        copies.extend(["relay_blocking".to_owned(), "relay_unthrottled".to_owned()]);
+        for round in 1..=p3_rounds {
+            copies.extend([
+                round_db("relay_pgshift", round),
+                round_db("relay_strict", round),
+            ]);
+        }
     }
     if want_p7 {
-        copies.push("relay_2x");
+        copies.push("relay_2x".to_owned());
     }
     if wanted.p8 {
-        copies.extend(super::replica::COPIES);
+        copies.extend(super::replica::COPIES.iter().map(|c| (*c).to_owned()));
     }
     let file_copy = scalar_i64(
         &admin,
@@ -144,7 +146,7 @@ pub(crate) async fn run(bench: &mut Bench, wanted: Wanted) -> BenchResult<RelayR
         .await
         .ctx("dropping relay_seed")?;
     let (rows, total_bytes) = {
-        let client = connect(&bench.conninfo(copies[0])).await?;
+        let client = connect(&bench.conninfo(&copies[0])).await?;
         events_size(&client).await?
     };
     bench.say(format!(
@@ -170,9 +172,11 @@ pub(crate) async fn run(bench: &mut Bench, wanted: Wanted) -> BenchResult<RelayR
         )
         .await;
         drop_database(&admin, "relay_blocking").await;
-        let mut pgshift_runs = Vec::new();
-        let strict = bench.options.strict_throttle();
-        for (db, limits, label, chart) in [
+        let strict_label = format!(
+            "pgshift, stricter throttle (--max-writer-slowdown {})",
+            bench.options.strict_writer_slowdown
+        );
+        let settings = [
             (
                 "relay_pgshift",
                 ThrottleLimits::default(),
@@ -181,55 +185,50 @@ pub(crate) async fn run(bench: &mut Bench, wanted: Wanted) -> BenchResult<RelayR
             ),
             (
                 "relay_strict",
-                strict,
-                format!(
-                    "pgshift, stricter throttle (--max-writer-slowdown {})",
-                    bench.options.strict_writer_slowdown
-                ),
+                bench.options.strict_throttle(),
+                strict_label,
                 "p3-pgshift-strict.svg",
             ),
-            (
-                "relay_unthrottled",
-                NO_LIMITS,
-                "pgshift, throttle off".to_owned(),
-                "p3-pgshift-unthrottled.svg",
-            ),
-        ] {
-            let run = change_under_load(
-                bench,
-                &Plan {
-                    db,
-                    change: Change::Pgshift(limits),
-                    rate,
-                    writers: P3_WRITERS,
-                    label: &label,
-                    chart,
-                },
-            )
-            .await;
-            drop_database(&admin, db).await;
-            pgshift_runs.push((label, run));
+        ];
+        // Each round runs both settings, then the next round: the rounds of a setting
+        // spread over the run rather than one after the other. The run with the
+        // throttle off (what the copy's slowdown is measured against) runs once.
+        let mut rounds: [Vec<Result<RelayRun, Failure>>; 2] = [Vec::new(), Vec::new()];
+        let mut unthrottled = missing();
+        for round in 1..=p3_rounds {
+            for (i, (db, limits, label, chart)) in settings.iter().enumerate() {
+                let db = round_db(db, round);
+                let label = round_label(label, round);
+                let run = pgshift_p3_run(bench, &admin, &db, *limits, &label, chart).await;
+                rounds[i].push(run);
+            }
+            if round == 1 {
+                unthrottled = pgshift_p3_run(
+                    bench,
+                    &admin,
+                    "relay_unthrottled",
+                    NO_LIMITS,
+                    "pgshift, throttle off",
+                    "p3-pgshift-unthrottled.svg",
+                )
+                .await;
+            }
         }
-        let mut runs = pgshift_runs.into_iter().map(|(label, run)| {
-            run.map_err(|e| Failure {
-                scenario: format!("P3 ({label})"),
-                error: e.to_string(),
-            })
+        let [pgshift_rounds, strict_rounds] = rounds;
+        let (pgshift, pgshift_ratios) = median_run(pgshift_rounds, &mut failures);
+        let (strict, strict_ratios) = median_run(strict_rounds, &mut failures);
+        let pgshift = pgshift.ok_or_else(|| Failure {
+            scenario: "P3 (pgshift copy-and-swap)".to_owned(),
+            error: "no round with the default throttle completed".to_owned(),
         });
-        let (pgshift, strict, unthrottled) = (
-            runs.next().unwrap_or_else(missing),
-            runs.next().unwrap_or_else(missing),
-            runs.next().unwrap_or_else(missing),
-        );
-        let mut optional = |run: Result<RelayRun, Failure>| match run {
+        let unthrottled = match unthrottled {
             Ok(run) => Some(run),
             Err(failure) => {
                 failures.push(failure);
                 None
             }
         };
-        let (strict, unthrottled) = (optional(strict), optional(unthrottled));
-        let ratio = |r: &RelayRun| r.during.p99_us as f64 / r.before.p99_us.max(1) as f64;
+        let ratio = p99_ratio;
         match (blocking, pgshift) {
             (Ok(blocking), Ok(pgshift)) => {
                 p3 = Some(P3 {
@@ -243,6 +242,8 @@ pub(crate) async fn run(bench: &mut Bench, wanted: Wanted) -> BenchResult<RelayR
                     pgshift,
                     strict,
                     unthrottled,
+                    pgshift_rounds: pgshift_ratios,
+                    strict_rounds: strict_ratios,
                 });
             }
             (blocking, pgshift) => {
@@ -303,8 +304,80 @@ pub(crate) async fn run(bench: &mut Bench, wanted: Wanted) -> BenchResult<RelayR
     })
 }
 
-/// The outcome of a run that was never made (not reached: the list above has
-/// three entries).
+/// The copy of the seeded database for `round` of a P3 setting (`base` for the first).
+fn round_db(base: &str, round: u32) -> String {
+    if round == 1 {
+        base.to_owned()
+    } else {
+        format!("{base}_{round}")
+    }
+}
+
+/// A P3 run's label in `round` (the first keeps the setting's own).
+fn round_label(label: &str, round: u32) -> String {
+    if round == 1 {
+        label.to_owned()
+    } else {
+        format!("{label}, round {round}")
+    }
+}
+
+/// p99 during / p99 before.
+fn p99_ratio(run: &RelayRun) -> f64 {
+    run.during.p99_us as f64 / run.before.p99_us.max(1) as f64
+}
+
+/// One of P3's pgshift runs on its copy `db`, which is dropped after.
+async fn pgshift_p3_run(
+    bench: &mut Bench,
+    admin: &Client,
+    db: &str,
+    limits: ThrottleLimits,
+    label: &str,
+    chart: &str,
+) -> Result<RelayRun, Failure> {
+    let run = change_under_load(
+        bench,
+        &Plan {
+            db,
+            change: Change::Pgshift(limits),
+            rate: bench.options.rate,
+            writers: P3_WRITERS,
+            label,
+            chart,
+        },
+    )
+    .await;
+    drop_database(admin, db).await;
+    run.map_err(|e| Failure {
+        scenario: format!("P3 ({label})"),
+        error: e.to_string(),
+    })
+}
+
+/// The round of a setting whose p99 ratio is the median (of an even number of
+/// completed rounds, the higher of the two in the middle), and every completed
+/// round's ratio in the order run; a round that failed is a failure.
+fn median_run(
+    rounds: Vec<Result<RelayRun, Failure>>,
+    failures: &mut Vec<Failure>,
+) -> (Option<RelayRun>, Vec<f64>) {
+    let mut done = Vec::new();
+    for round in rounds {
+        match round {
+            Ok(run) => done.push(run),
+            Err(failure) => failures.push(failure),
+        }
+    }
+    let ratios: Vec<f64> = done.iter().map(p99_ratio).collect();
+    let mut order: Vec<usize> = (0..done.len()).collect();
+    order.sort_by(|&a, &b| ratios[a].total_cmp(&ratios[b]));
+    let median = order.get(order.len() / 2).copied();
+    let run = median.map(|i| done.swap_remove(i));
+    (run, ratios)
+}
+
+/// The outcome of a run that was never made.
 fn missing() -> Result<RelayRun, Failure> {
     Err(Failure {
         scenario: "P3".to_owned(),
@@ -796,4 +869,39 @@ fn error_examples(report: &LoadReport) -> Vec<String> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::results::sample::sample;
+
+    fn run(before_us: u64, during_us: u64) -> Result<RelayRun, Failure> {
+        let mut run = sample().p3.expect("the sample has P3").pgshift;
+        run.before.p99_us = before_us;
+        run.during.p99_us = during_us;
+        Ok(run)
+    }
+
+    #[test]
+    fn the_median_round_is_shown_and_every_ratio_kept_in_order() {
+        let mut failures = Vec::new();
+        let (median, ratios) = median_run(
+            vec![
+                run(1_000, 2_500),
+                Err(Failure {
+                    scenario: "P3 (round 2)".to_owned(),
+                    error: "it failed".to_owned(),
+                }),
+                run(1_000, 1_500),
+                run(1_000, 2_000),
+            ],
+            &mut failures,
+        );
+        assert_eq!(ratios, vec![2.5, 1.5, 2.0]);
+        assert_eq!(median.map(|r| p99_ratio(&r)), Some(2.0));
+        assert_eq!(failures.len(), 1);
+        let (none, empty) = median_run(Vec::new(), &mut failures);
+        assert!(none.is_none() && empty.is_empty());
+    }
 }

@@ -79,6 +79,11 @@ struct RunArgs {
     /// each reports its median round [default: 3; quick: 1].
     #[arg(long)]
     rounds: Option<u32>,
+    /// Rounds of P3's runs with the default and with the stricter throttle, each on
+    /// its own copy of the database; each setting reports its median round
+    /// [default: 3; quick: 1].
+    #[arg(long)]
+    p3_rounds: Option<u32>,
     /// `--max-writer-slowdown` (a ratio over the probe's baseline) of P3's run with
     /// the stricter throttle (the default throttle's is 2).
     #[arg(long, default_value_t = 1.5)]
@@ -138,6 +143,12 @@ impl RunArgs {
                 return Err("--rounds must be at least 1".to_owned());
             }
             o.pair_rounds = rounds;
+        }
+        if let Some(rounds) = self.p3_rounds {
+            if rounds == 0 {
+                return Err("--p3-rounds must be at least 1".to_owned());
+            }
+            o.p3_rounds = rounds;
         }
         if !(self.strict_writer_slowdown.is_finite() && self.strict_writer_slowdown > 1.0) {
             return Err(format!(

@@ -196,6 +196,20 @@ pub fn render(results: &BenchResults, chart_prefix: &str) -> String {
             p3.pgshift.chart
         );
         throttle::render(&mut out, p3, chart_prefix);
+        for (setting, ratios) in [
+            ("the default throttle", &p3.pgshift_rounds),
+            ("the stricter throttle", &p3.strict_rounds),
+        ] {
+            if ratios.len() > 1 {
+                let each: Vec<String> = ratios.iter().map(|r| format!("{r:.2}×")).collect();
+                let _ = writeln!(
+                    out,
+                    "With {setting}, {} rounds, each on its own copy of the database, the two settings' rounds interleaved: p99 during / before {} (in the order run); the tables and charts above show the median round.\n",
+                    ratios.len(),
+                    each.join(", ")
+                );
+            }
+        }
     }
     if let Some(p4) = &results.p4 {
         section(&mut out, "P4: the cutover");
@@ -436,13 +450,20 @@ fn header(out: &mut String, r: &BenchResults) {
         } else {
             String::new()
         },
-        if r.sizes.pair_rounds > 1 {
-            format!(
+        match (r.sizes.pair_rounds > 1, r.sizes.p3_rounds > 1) {
+            (true, true) => format!(
+                " ({} rounds of P1 at each size and of P2, {} of P3 with each throttle setting, each reporting its median round)",
+                r.sizes.pair_rounds, r.sizes.p3_rounds
+            ),
+            (true, false) => format!(
                 " ({} rounds of P1 at each size and of P2, each reporting its median round)",
                 r.sizes.pair_rounds
-            )
-        } else {
-            String::new()
+            ),
+            (false, true) => format!(
+                " ({} rounds of P3 with each throttle setting, reporting the median round)",
+                r.sizes.p3_rounds
+            ),
+            (false, false) => String::new(),
         },
         count(r.sizes.small_rows),
         count(u64::from(r.sizes.relay_rows_per_partition)),
@@ -645,6 +666,15 @@ mod tests {
         );
         // P2 of the sample has no rounds (results written before them): no line.
         assert!(!text.contains("(pg_repack first)"), "{text}");
+        assert!(
+            text.contains(
+                "With the default throttle, 3 rounds, each on its own copy of the database, \
+                 the two settings' rounds interleaved: p99 during / before 2.50×, 2.25×, 1.90× \
+                 (in the order run); the tables and charts above show the median round."
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("With the stricter throttle, "), "{text}");
     }
 
     #[test]

@@ -157,6 +157,10 @@ pub struct Sizes {
     /// one).
     #[serde(default)]
     pub pair_rounds: u32,
+    /// Rounds of P3's runs with the default and the stricter throttle (0 in results
+    /// written before rounds: one).
+    #[serde(default)]
+    pub p3_rounds: u32,
 }
 
 /// The copy-and-swap options of every pgshift run of the benchmark.

@@ -134,6 +134,13 @@ pub struct P3 {
     /// copy time the throttled runs' slowdowns are measured against.
     #[serde(default)]
     pub unthrottled: Option<RelayRun>,
+    /// p99 during / before of every round with the default throttle, in the order
+    /// run; `pgshift` is the median round (empty in results written before rounds).
+    #[serde(default)]
+    pub pgshift_rounds: Vec<f64>,
+    /// The same with the stricter throttle; `strict` is its median round.
+    #[serde(default)]
+    pub strict_rounds: Vec<f64>,
 }
 
 impl P3 {

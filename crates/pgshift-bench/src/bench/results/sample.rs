@@ -207,6 +207,7 @@ pub(crate) fn sample() -> BenchResults {
             p5_seconds: 10,
             p5_rounds: 3,
             pair_rounds: 3,
+            p3_rounds: 3,
         },
         engine: EngineSettings {
             workers: 2,
@@ -279,6 +280,8 @@ pub(crate) fn sample() -> BenchResults {
                 }],
             )),
             strict_p99_ratio: Some(1.25),
+            pgshift_rounds: vec![2.5, 2.25, 1.9],
+            strict_rounds: Vec::new(),
             unthrottled: Some(throttled_run(
                 "pgshift, throttle off",
                 12_000,
