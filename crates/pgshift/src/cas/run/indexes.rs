@@ -190,8 +190,8 @@ pub(super) async fn build_indexes(
         }
     };
     if let Some(readable) = readable {
-        // Verification reads by the key's index from here on, statistics or not (its
-        // sessions turn sequential scans off: see `verify_all`); the shadow is
+        // Verification reads by the key's index from here on, statistics or not (each
+        // chunk turns sequential scans off: see `verify::check_chunk`); the shadow is
         // analyzed once every index is built, beside it.
         readable.send_replace(true);
     }
