@@ -285,6 +285,14 @@ pub fn longest_write(ledger: &Ledger, from: Duration, to: Duration, run_end: Dur
         .unwrap_or(Duration::ZERO)
 }
 
+/// The index of the median of `values` (of an even number, the higher of the two in
+/// the middle: a round that is reported is always one that ran); `None` when empty.
+pub fn upper_median_index(values: &[f64]) -> Option<usize> {
+    let mut order: Vec<usize> = (0..values.len()).collect();
+    order.sort_by(|&a, &b| values[a].total_cmp(&values[b]));
+    order.get(order.len() / 2).copied()
+}
+
 /// `numerator / denominator`, `None` when the denominator is not positive or
 /// either is not finite.
 pub fn ratio(numerator: f64, denominator: f64) -> Option<f64> {

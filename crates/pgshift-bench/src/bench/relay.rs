@@ -228,16 +228,15 @@ pub(crate) async fn run(bench: &mut Bench, wanted: Wanted) -> BenchResult<RelayR
                 None
             }
         };
-        let ratio = p99_ratio;
         match (blocking, pgshift) {
             (Ok(blocking), Ok(pgshift)) => {
                 p3 = Some(P3 {
                     statement: STATEMENT.to_owned(),
                     rows,
                     total_bytes,
-                    pgshift_p99_ratio: ratio(&pgshift),
-                    blocking_p99_ratio: ratio(&blocking),
-                    strict_p99_ratio: strict.as_ref().map(ratio),
+                    pgshift_p99_ratio: p99_ratio(&pgshift),
+                    blocking_p99_ratio: p99_ratio(&blocking),
+                    strict_p99_ratio: strict.as_ref().map(p99_ratio),
                     blocking,
                     pgshift,
                     strict,
@@ -370,10 +369,7 @@ fn median_run(
         }
     }
     let ratios: Vec<f64> = done.iter().map(p99_ratio).collect();
-    let mut order: Vec<usize> = (0..done.len()).collect();
-    order.sort_by(|&a, &b| ratios[a].total_cmp(&ratios[b]));
-    let median = order.get(order.len() / 2).copied();
-    let run = median.map(|i| done.swap_remove(i));
+    let run = crate::stats::upper_median_index(&ratios).map(|i| done.swap_remove(i));
     (run, ratios)
 }
 

@@ -76,9 +76,8 @@ impl PairRound {
     /// The round whose ratio is the median (of an even number, the higher of the
     /// two in the middle); `None` without rounds.
     pub fn median(rounds: &[PairRound]) -> Option<&PairRound> {
-        let mut sorted: Vec<&PairRound> = rounds.iter().collect();
-        sorted.sort_by(|a, b| a.ratio.total_cmp(&b.ratio));
-        sorted.get(sorted.len() / 2).copied()
+        let ratios: Vec<f64> = rounds.iter().map(|r| r.ratio).collect();
+        crate::stats::upper_median_index(&ratios).map(|i| &rounds[i])
     }
 }
 
