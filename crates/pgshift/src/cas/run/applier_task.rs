@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, Notify};
 use tokio_postgres::Client;
 
 use crate::cas::applier::{self, Applier};
@@ -28,6 +28,14 @@ pub(super) async fn note_backlog(
     Ok(())
 }
 
+/// The background applier's rest for `period`, cut short when the task is stopped.
+async fn rest(wake: &Notify, period: Duration) {
+    tokio::select! {
+        () = tokio::time::sleep(period) => {}
+        () = wake.notified() => {}
+    }
+}
+
 /// How often the background applier looks again whether the shadow has its key.
 pub(super) const KEY_WAIT: Duration = Duration::from_millis(100);
 
@@ -38,6 +46,9 @@ pub(super) const KEY_WAIT: Duration = Duration::from_millis(100);
 /// and pauses for [`applier::PAUSE`] after a batch that was not.
 pub(super) struct ApplierTask {
     pub(super) stop: Arc<AtomicBool>,
+    /// Wakes the task from its pause when it is stopped: the run ends (and the swap's
+    /// clean-up reports) the moment the task does, not a pause later.
+    wake: Arc<Notify>,
     pub(super) gate: Arc<Mutex<()>>,
     /// Set while an index build holds [`Self::gate`]: verification running beside
     /// the builds then knows that pending changes wait for the build, not for an
@@ -50,9 +61,11 @@ pub(super) struct ApplierTask {
 impl ApplierTask {
     pub(super) fn spawn(session: Session, statements: Statements, state: Arc<CopyState>) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
+        let wake = Arc::new(Notify::new());
         let gate = Arc::new(Mutex::new(()));
         let backlog_max = Arc::new(AtomicI64::new(0));
         let (stop_flag, gate_lock, max) = (stop.clone(), gate.clone(), backlog_max.clone());
+        let woken = wake.clone();
         let handle = tokio::spawn(async move {
             let mut applier = Applier::new(statements);
             let client = session.client();
@@ -73,7 +86,7 @@ impl ApplierTask {
                     if waits % 5 == 1 {
                         note_backlog(&applier, client, &max).await?;
                     }
-                    tokio::time::sleep(KEY_WAIT).await;
+                    rest(&woken, KEY_WAIT).await;
                     continue;
                 }
                 if !key_seen {
@@ -102,13 +115,14 @@ impl ApplierTask {
                         applier.rewind();
                         rewound = Instant::now();
                     }
-                    tokio::time::sleep(applier::PAUSE).await;
+                    rest(&woken, applier::PAUSE).await;
                 }
             }
             Ok(())
         });
         ApplierTask {
             stop,
+            wake,
             gate,
             held_for_build: Arc::new(AtomicBool::new(false)),
             backlog_max,
@@ -129,10 +143,30 @@ impl ApplierTask {
     /// its log still saw it).
     pub(super) async fn stop(self) -> (i64, Result<(), CasError>) {
         self.stop.store(true, Ordering::Relaxed);
+        // A permit is kept if the task is not resting now: its next rest ends at once.
+        self.wake.notify_one();
         let ended = match self.handle.await {
             Ok(result) => result,
             Err(e) => Err(CasError::Record(format!("the applier task failed: {e}"))),
         };
         (self.backlog_max.load(Ordering::Relaxed), ended)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_stopped_applier_does_not_rest_out_its_pause() {
+        let wake = Notify::new();
+        // Stopped while it was not resting: the permit ends its next rest at once.
+        wake.notify_one();
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            rest(&wake, Duration::from_secs(3600)),
+        )
+        .await
+        .expect("the rest ends when the task is stopped");
     }
 }

@@ -85,29 +85,19 @@ pub(super) async fn copy(
         first_rows: plan.options.first_chunk_rows,
         target: Duration::from_millis(plan.options.chunk_target_ms),
     };
-    let mut workers = Workers(Vec::new());
+    let mut workers = Workers::default();
     for index in 0..plan.options.workers.max(1) {
         let session = session::open(spec, &plan.names().copy_application()).await?;
         let (statements, state, run) = (statements.clone(), state.clone(), plan.run);
         let pace = Pacer::new(throttle.clone(), index);
-        workers.0.push(tokio::spawn(async move {
+        workers.spawn(async move {
             copier::worker(session.client(), run, &statements, &state, sizing, &pace).await
-        }));
+        });
     }
-    while !workers.0.is_empty() {
+    loop {
         // A worker that stopped with an error stops the copy (the others are aborted
         // when `workers` drops; their open chunk transactions roll back).
-        let mut i = 0;
-        while i < workers.0.len() {
-            if workers.0[i].is_finished() {
-                let handle = workers.0.swap_remove(i);
-                handle
-                    .await
-                    .map_err(|e| CasError::Record(format!("a copy worker failed: {e}")))??;
-            } else {
-                i += 1;
-            }
-        }
+        let more = workers.next(PROGRESS_EVERY, "a copy worker").await?;
         if let Some(task) = applier {
             task.check()?;
         }
@@ -117,27 +107,47 @@ pub(super) async fn copy(
             estimate,
             applier.map_or(0, |a| a.backlog_max.load(Ordering::Relaxed)),
         );
-        if !workers.0.is_empty() {
-            tokio::time::sleep(Duration::from_millis(200)).await;
+        if !more {
+            break;
         }
     }
-    progress.copied(
-        state.rows.load(Ordering::Relaxed),
-        estimate,
-        applier.map_or(0, |a| a.backlog_max.load(Ordering::Relaxed)),
-    );
     Ok(())
 }
 
-/// Copy worker tasks, aborted if the copy stops early (a spawned task otherwise keeps
-/// running after its handle is dropped).
-pub(super) struct Workers(pub(super) Vec<tokio::task::JoinHandle<Result<(), CasError>>>);
+/// How often the copy reports its progress while its workers run.
+const PROGRESS_EVERY: Duration = Duration::from_millis(200);
 
-impl Drop for Workers {
-    fn drop(&mut self) {
-        for handle in &self.0 {
-            handle.abort();
+/// The worker tasks of a phase (the copy's, a verification pass's), aborted if the
+/// phase stops early (when this drops: a spawned task otherwise keeps running).
+#[derive(Default)]
+pub(super) struct Workers(tokio::task::JoinSet<Result<(), CasError>>);
+
+impl Workers {
+    /// Starts a worker.
+    pub(super) fn spawn(
+        &mut self,
+        work: impl std::future::Future<Output = Result<(), CasError>> + Send + 'static,
+    ) {
+        self.0.spawn(work);
+    }
+
+    /// Waits until a worker ends or `tick` passes, whichever is first, and says
+    /// whether any worker is still running. A worker that ended with an error (or
+    /// panicked) is that error (`what` names the worker). The phase goes on the moment
+    /// its last worker ends, not at its next tick.
+    pub(super) async fn next(&mut self, tick: Duration, what: &str) -> Result<bool, CasError> {
+        if self.0.is_empty() {
+            return Ok(false);
         }
+        tokio::select! {
+            joined = self.0.join_next() => {
+                if let Some(joined) = joined {
+                    joined.map_err(|e| CasError::Record(format!("{what} failed: {e}")))??;
+                }
+            }
+            () = tokio::time::sleep(tick) => {}
+        }
+        Ok(!self.0.is_empty())
     }
 }
 
@@ -159,5 +169,55 @@ impl ThrottleWatch {
             progress.throttled(pace.name(), &why, throttle.paused_ms());
             self.0 = Some(key);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_phase_goes_on_when_its_last_worker_ends_not_at_its_next_tick() {
+        let mut workers = Workers::default();
+        workers.spawn(async { Ok(()) });
+        let hour = Duration::from_secs(3600);
+        let next = tokio::time::timeout(Duration::from_secs(10), workers.next(hour, "a worker"))
+            .await
+            .expect("the worker's end ends the wait");
+        assert!(!next.expect("the worker succeeded"), "no worker is left");
+        assert!(!workers.next(hour, "a worker").await.expect("none left"));
+    }
+
+    #[tokio::test]
+    async fn a_worker_that_fails_is_the_phases_error_and_the_others_are_aborted() {
+        /// Says when the worker's future is dropped (aborted).
+        struct Dropped(Option<tokio::sync::oneshot::Sender<()>>);
+        impl Drop for Dropped {
+            fn drop(&mut self) {
+                if let Some(tx) = self.0.take() {
+                    let _ = tx.send(());
+                }
+            }
+        }
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let mut workers = Workers::default();
+        workers.spawn(async move {
+            let _guard = Dropped(Some(tx));
+            std::future::pending::<Result<(), CasError>>().await
+        });
+        workers.spawn(async { Err(CasError::Record("chunk failed".to_owned())) });
+        let hour = Duration::from_secs(3600);
+        let next = tokio::time::timeout(Duration::from_secs(10), workers.next(hour, "a worker"))
+            .await
+            .expect("the failure ends the wait");
+        match next {
+            Err(CasError::Record(message)) => assert_eq!(message, "chunk failed"),
+            other => panic!("expected the worker's error, got {other:?}"),
+        }
+        drop(workers);
+        tokio::time::timeout(Duration::from_secs(10), rx)
+            .await
+            .expect("the running worker is aborted when the phase stops")
+            .expect("its guard said so");
     }
 }

@@ -48,29 +48,21 @@ pub(super) async fn verify_all(
         let pass = Arc::new(verify::Pass::new(
             applier.map(|task| task.held_for_build.clone()),
         ));
-        let mut workers = Workers(Vec::new());
+        let mut workers = Workers::default();
         for (index, session) in sessions.iter().enumerate() {
             let (session, statements, pass) = (session.clone(), statements.clone(), pass.clone());
             let repair = plan.options.repair;
             let pace = Pacer::new(throttle.clone(), index);
-            workers.0.push(tokio::spawn(async move {
+            workers.spawn(async move {
                 verify::worker(session.client(), &statements, &pass, repair, &pace).await
-            }));
+            });
         }
-        while !workers.0.is_empty() {
+        loop {
             // A worker that stopped with an error (a divergence) stops the pass (the
             // others are aborted when `workers` drops).
-            let mut i = 0;
-            while i < workers.0.len() {
-                if workers.0[i].is_finished() {
-                    let handle = workers.0.swap_remove(i);
-                    handle.await.map_err(|e| {
-                        CasError::Record(format!("a verification worker failed: {e}"))
-                    })??;
-                } else {
-                    i += 1;
-                }
-            }
+            let more = workers
+                .next(Duration::from_millis(50), "a verification worker")
+                .await?;
             if let Some(task) = applier {
                 task.check()?;
             }
@@ -84,8 +76,8 @@ pub(super) async fn verify_all(
             }
             watch.report(throttle, progress);
             progress.verified(pass.verified.load(Ordering::Relaxed), estimate);
-            if !workers.0.is_empty() {
-                tokio::time::sleep(Duration::from_millis(50)).await;
+            if !more {
+                break;
             }
         }
         report.rows_verified = pass.verified.load(Ordering::Relaxed);
