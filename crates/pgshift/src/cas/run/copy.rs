@@ -84,6 +84,8 @@ pub(super) async fn copy(
     let sizing = Sizing {
         first_rows: plan.options.first_chunk_rows,
         target: Duration::from_millis(plan.options.chunk_target_ms),
+        estimate,
+        workers: i64::try_from(plan.options.workers.max(1)).unwrap_or(1),
     };
     let mut workers = Workers::default();
     for index in 0..plan.options.workers.max(1) {

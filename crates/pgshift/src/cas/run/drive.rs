@@ -87,6 +87,7 @@ pub(super) async fn drive(
         ledger: Mutex::new((Ledger::resume(record.landed_prefix.clone(), copy_done), 0)),
         cutting: Mutex::new(()),
         rows: AtomicI64::new(0),
+        asked: AtomicI64::new(0),
         key_ready: AtomicBool::new(key_exists(client, &plan).await?),
     });
     let applier = match plan.options.mode {
