@@ -21,7 +21,7 @@ use tokio_postgres::Client;
 use super::applier_task::ApplierTask;
 use super::drive::elapsed_ms;
 use super::indexes::build_indexes;
-use super::verify_all::verify_all;
+use super::verify_all::{verify_all, Grow};
 use super::{CasProgress, RunReport};
 use crate::cas::copier::CopyState;
 use crate::cas::error::CasError;
@@ -36,7 +36,8 @@ use crate::connect::ConnectionSpec;
 /// workers sort (`max_parallel_maintenance_workers`), and leaves one idle while its
 /// leader merges and writes the index: one verification session fills that core
 /// without crowding the sort. Two did worse than verifying after the builds
-/// (`docs/COPY-AND-SWAP.md`, "Verification beside the index builds").
+/// (`docs/COPY-AND-SWAP.md`, "Verification beside the index builds"). Once the builds
+/// are done, verification grows to the run's workers for what is left of its pass.
 const BESIDE_WORKERS: usize = 1;
 
 /// One [`CasProgress`] shared by the builds and verification, which run on one task
@@ -98,6 +99,7 @@ pub(super) async fn index_and_verify(
 ) -> Result<Durations, CasError> {
     let shared = Shared(Mutex::new(progress));
     let (readable, mut ready) = tokio::sync::watch::channel(false);
+    let (built, builds_done) = tokio::sync::watch::channel(false);
     let started = Instant::now();
     let builds = async {
         let mut progress = Handle(&shared);
@@ -112,6 +114,7 @@ pub(super) async fn index_and_verify(
             &mut progress,
         )
         .await?;
+        built.send_replace(true);
         Ok::<u64, CasError>(elapsed_ms(started))
     };
     let verification = async {
@@ -137,6 +140,10 @@ pub(super) async fn index_and_verify(
             applier,
             throttle,
             BESIDE_WORKERS,
+            Some(Grow {
+                to: plan.options.workers.max(BESIDE_WORKERS),
+                ready: builds_done,
+            }),
             estimate,
             report,
             &mut progress,

@@ -228,6 +228,7 @@ pub(super) async fn run_phases(
             applier,
             &throttle,
             plan.options.workers,
+            None,
             estimate,
             report,
             progress,

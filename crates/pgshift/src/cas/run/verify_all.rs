@@ -17,10 +17,19 @@ use crate::cas::throttle::{Pacer, Throttle};
 use crate::cas::verify;
 use crate::connect::ConnectionSpec;
 
+/// More verification sessions once something else is done: `to` sessions in all
+/// from when `ready` says so (beside the index builds: the run's workers once the
+/// builds are done, whose cores verification then has to itself).
+pub(super) struct Grow {
+    pub to: usize,
+    pub ready: tokio::sync::watch::Receiver<bool>,
+}
+
 /// A complete verification pass with no repair and no divergence (INV: CO-7):
 /// only that lets the run swap. A pass is verified by `workers` sessions at once, each
 /// chunk in one snapshot of its own (the copy's own number of sessions, or fewer
-/// beside the index builds).
+/// beside the index builds, growing to `grow.to` once `grow.ready`: the ranges not yet
+/// handed out are then shared among more sessions).
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn verify_all(
     spec: &ConnectionSpec,
@@ -30,6 +39,7 @@ pub(super) async fn verify_all(
     applier: Option<&ApplierTask>,
     throttle: &Throttle,
     workers: usize,
+    mut grow: Option<Grow>,
     estimate: i64,
     report: &mut RunReport,
     progress: &mut dyn CasProgress,
@@ -63,6 +73,23 @@ pub(super) async fn verify_all(
             let more = workers
                 .next(Duration::from_millis(50), "a verification worker")
                 .await?;
+            if more && grow.as_ref().is_some_and(|g| *g.ready.borrow()) {
+                let to = grow.take().map_or(0, |g| g.to);
+                while sessions.len() < to {
+                    let session =
+                        Arc::new(session::open(spec, &plan.names().verify_application()).await?);
+                    let index = sessions.len();
+                    let (worker_session, statements, pass) =
+                        (session.clone(), statements.clone(), pass.clone());
+                    let repair = plan.options.repair;
+                    let pace = Pacer::new(throttle.clone(), index);
+                    workers.spawn(async move {
+                        verify::worker(worker_session.client(), &statements, &pass, repair, &pace)
+                            .await
+                    });
+                    sessions.push(session);
+                }
+            }
             if let Some(task) = applier {
                 task.check()?;
             }
