@@ -77,6 +77,15 @@ fn taper(rows: i64, left: i64, workers: i64) -> i64 {
     rows.min(share.max(rows / 4)).max(MIN_ROWS.min(rows))
 }
 
+/// Whether every range has been cut (or a failed chunk halted the copy): a worker has
+/// nothing left to wait for. The ledger busy is not an answer (looked at again later).
+fn nothing_to_cut(state: &CopyState) -> bool {
+    state
+        .ledger
+        .try_lock()
+        .is_ok_and(|guard| guard.0.exhausted() || guard.0.halted())
+}
+
 /// Cuts the next chunk of about `rows` rows and marks it in flight, under the ledger
 /// lock, before its transaction starts. `None` when nothing is left to cut.
 ///
@@ -191,8 +200,11 @@ pub async fn worker(
 ) -> Result<(), CasError> {
     let mut rows = sizing.first_rows;
     loop {
-        // The throttle's word before each chunk is cut (INV: OC-5).
-        pace.admit().await;
+        // The throttle's word before each chunk is cut (INV: OC-5), unless nothing is
+        // left to cut: then this worker is done, slowed or not.
+        if pace.admit_unless(|| nothing_to_cut(state)).await.is_none() {
+            break;
+        }
         let left = sizing.estimate - state.asked.load(Ordering::Relaxed);
         let ask = if sizing.estimate > 0 {
             taper(rows, left, sizing.workers)
@@ -232,6 +244,36 @@ mod tests {
         assert_eq!(next_rows(10_000, Duration::from_secs(10), target), 2_500);
         assert_eq!(next_rows(1_000, Duration::from_micros(1), target), 4_000);
         assert_eq!(next_rows(600, Duration::from_secs(60), target), MIN_ROWS);
+    }
+
+    #[test]
+    fn a_worker_has_nothing_left_to_wait_for_once_every_range_is_cut() {
+        let state = CopyState {
+            ledger: Mutex::new((Ledger::resume(None, false), 0)),
+            cutting: Mutex::new(()),
+            rows: AtomicI64::new(0),
+            asked: AtomicI64::new(0),
+            key_ready: AtomicBool::new(false),
+        };
+        assert!(
+            !nothing_to_cut(&state),
+            "a fresh ledger has everything to cut"
+        );
+        state
+            .ledger
+            .try_lock()
+            .expect("free")
+            .0
+            .cut(Some(vec!["10".to_owned()]));
+        assert!(!nothing_to_cut(&state), "ranges above the cut remain");
+        {
+            let guard = state.ledger.try_lock().expect("free");
+            // Busy: not an answer.
+            assert!(!nothing_to_cut(&state));
+            drop(guard);
+        }
+        state.ledger.try_lock().expect("free").0.cut(None);
+        assert!(nothing_to_cut(&state), "the last range is cut");
     }
 
     #[test]

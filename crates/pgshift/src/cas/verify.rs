@@ -378,6 +378,12 @@ impl Pass {
             .is_some_and(|held| held.load(std::sync::atomic::Ordering::Acquire))
     }
 
+    /// Whether the pass has handed out every range (the cursor busy is not an answer:
+    /// looked at again later).
+    fn handed_out_all(&self) -> bool {
+        self.cursor.try_lock().is_ok_and(|cursor| cursor.1)
+    }
+
     /// The next range `[lo, hi)` to verify, `None` when the pass has handed out all.
     async fn take(
         &self,
@@ -409,8 +415,11 @@ pub async fn worker(
     pace: &Pacer,
 ) -> Result<(), CasError> {
     loop {
-        // The throttle's word before each range (INV: OC-5).
-        pace.admit().await;
+        // The throttle's word before each range (INV: OC-5), unless the pass has
+        // handed out every range: then this worker is done, slowed or not.
+        if pace.admit_unless(|| pass.handed_out_all()).await.is_none() {
+            break;
+        }
         let Some((lo, hi)) = pass.take(client, statements).await? else {
             break;
         };
@@ -531,6 +540,22 @@ async fn bound_within(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_worker_has_nothing_left_to_wait_for_once_the_pass_handed_out_every_range() {
+        let pass = Pass::default();
+        assert!(
+            !pass.handed_out_all(),
+            "a new pass has every range to hand out"
+        );
+        {
+            let mut cursor = pass.cursor.try_lock().expect("free");
+            cursor.1 = true;
+            // Busy: not an answer.
+            assert!(!pass.handed_out_all());
+        }
+        assert!(pass.handed_out_all(), "every range handed out");
+    }
 
     fn side(rows: i64, hashed: i64, xor: i64) -> SideDigest {
         SideDigest {

@@ -134,15 +134,33 @@ impl Throttle {
     /// at once when open; after the pause when slowed and among the workers allowed;
     /// not while paused. Returns the pace it was let go under (open or slow).
     pub async fn admit(&self, worker: usize) -> Pace {
+        self.admit_unless(worker, || false)
+            .await
+            .unwrap_or(Pace::Open)
+    }
+
+    /// [`Self::admit`], unless `nothing_left` says that the work has nothing left for
+    /// this worker (looked at before each wait): `None` then. A worker that a slowed
+    /// pace holds back (`Slow { workers }` below its number) would otherwise wait for
+    /// the pace to open after the others had done all of the phase's work, and the
+    /// phase with it, for as long as the writers kept the throttle slowed.
+    pub async fn admit_unless(
+        &self,
+        worker: usize,
+        nothing_left: impl Fn() -> bool,
+    ) -> Option<Pace> {
         loop {
+            if nothing_left() {
+                return None;
+            }
             if self.0.stopped.load(Ordering::Relaxed) {
-                return Pace::Open;
+                return Some(Pace::Open);
             }
             match self.state().0 {
-                Pace::Open => return Pace::Open,
+                Pace::Open => return Some(Pace::Open),
                 pace @ Pace::Slow { pause_ms, workers } if worker < workers => {
                     tokio::time::sleep(Duration::from_millis(pause_ms)).await;
-                    return pace;
+                    return Some(pace);
                 }
                 Pace::Slow { .. } | Pace::Paused => tokio::time::sleep(WAIT).await,
             }
@@ -210,6 +228,11 @@ impl Pacer {
     pub async fn admit(&self) -> Pace {
         self.throttle.admit(self.worker).await
     }
+
+    /// [`Throttle::admit_unless`] for this worker.
+    pub async fn admit_unless(&self, nothing_left: impl Fn() -> bool) -> Option<Pace> {
+        self.throttle.admit_unless(self.worker, nothing_left).await
+    }
 }
 
 /// A failed signal read as a reason says it: the server's message, or the driver's.
@@ -253,6 +276,40 @@ mod tests {
         let (pace, why) = throttle.state();
         assert_eq!(pace, Pace::Paused);
         assert!(why.contains("no signal"), "{why}");
+    }
+
+    #[tokio::test]
+    async fn inv_oc_5_a_worker_held_back_by_a_slowed_pace_is_let_go_once_nothing_is_left() {
+        let throttle = Throttle::new(
+            Pace::Slow {
+                pause_ms: 1,
+                workers: 1,
+            },
+            "test".to_owned(),
+            None,
+        );
+        let left = Arc::new(AtomicBool::new(true));
+        let flag = left.clone();
+        let waiting = tokio::spawn({
+            let throttle = throttle.clone();
+            async move {
+                throttle
+                    .admit_unless(1, move || !flag.load(Ordering::Relaxed))
+                    .await
+            }
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!waiting.is_finished(), "held back while work is left");
+        // The other worker took the rest: nothing is left for this one.
+        left.store(false, Ordering::Relaxed);
+        let admitted = tokio::time::timeout(Duration::from_secs(5), waiting)
+            .await
+            .expect("let go once nothing is left")
+            .expect("the task ran");
+        assert_eq!(admitted, None, "let go without work");
+        // A worker the pace allows is admitted as before.
+        let allowed = throttle.admit_unless(0, || false).await;
+        assert!(matches!(allowed, Some(Pace::Slow { .. })), "{allowed:?}");
     }
 
     #[tokio::test]
