@@ -15,7 +15,7 @@ use crate::cas::statements::Statements;
 use crate::cas::store::{self};
 use crate::cas::throttle::{Pacer, Throttle};
 use crate::cas::verify;
-use crate::connect::ConnectionSpec;
+use crate::connect::{ConnectionSpec, Session};
 
 /// More verification sessions once something else is done: `to` sessions in all
 /// from when `ready` says so (beside the index builds: the run's workers once the
@@ -49,9 +49,7 @@ pub(super) async fn verify_all(
     const MAX_PASSES: u32 = 3;
     let mut sessions = Vec::new();
     for _ in 0..workers.max(1) {
-        sessions.push(Arc::new(
-            session::open(spec, &plan.names().verify_application()).await?,
-        ));
+        sessions.push(open_verifier(spec, plan).await?);
     }
     for _ in 0..MAX_PASSES {
         report.verification_passes += 1;
@@ -59,13 +57,16 @@ pub(super) async fn verify_all(
             applier.map(|task| task.held_for_build.clone()),
         ));
         let mut workers = Workers::default();
-        for (index, session) in sessions.iter().enumerate() {
+        let spawn = |workers: &mut Workers, session: &Arc<Session>, index: usize| {
             let (session, statements, pass) = (session.clone(), statements.clone(), pass.clone());
             let repair = plan.options.repair;
             let pace = Pacer::new(throttle.clone(), index);
             workers.spawn(async move {
                 verify::worker(session.client(), &statements, &pass, repair, &pace).await
             });
+        };
+        for (index, session) in sessions.iter().enumerate() {
+            spawn(&mut workers, session, index);
         }
         loop {
             // A worker that stopped with an error (a divergence) stops the pass (the
@@ -73,20 +74,12 @@ pub(super) async fn verify_all(
             let more = workers
                 .next(Duration::from_millis(50), "a verification worker")
                 .await?;
-            if more && grow.as_ref().is_some_and(|g| *g.ready.borrow()) {
-                let to = grow.take().map_or(0, |g| g.to);
+            let grown = grow.as_ref().filter(|g| more && *g.ready.borrow());
+            if let Some(to) = grown.map(|g| g.to) {
+                grow = None;
                 while sessions.len() < to {
-                    let session =
-                        Arc::new(session::open(spec, &plan.names().verify_application()).await?);
-                    let index = sessions.len();
-                    let (worker_session, statements, pass) =
-                        (session.clone(), statements.clone(), pass.clone());
-                    let repair = plan.options.repair;
-                    let pace = Pacer::new(throttle.clone(), index);
-                    workers.spawn(async move {
-                        verify::worker(worker_session.client(), &statements, &pass, repair, &pace)
-                            .await
-                    });
+                    let session = open_verifier(spec, plan).await?;
+                    spawn(&mut workers, &session, sessions.len());
                     sessions.push(session);
                 }
             }
@@ -117,4 +110,11 @@ pub(super) async fn verify_all(
     Err(CasError::Divergence(format!(
         "no clean verification pass in {MAX_PASSES} passes"
     )))
+}
+
+/// A verification session.
+async fn open_verifier(spec: &ConnectionSpec, plan: &RunPlan) -> Result<Arc<Session>, CasError> {
+    Ok(Arc::new(
+        session::open(spec, &plan.names().verify_application()).await?,
+    ))
 }

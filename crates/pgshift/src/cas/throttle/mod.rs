@@ -278,16 +278,21 @@ mod tests {
         assert!(why.contains("no signal"), "{why}");
     }
 
-    #[tokio::test]
-    async fn inv_oc_5_a_worker_held_back_by_a_slowed_pace_is_let_go_once_nothing_is_left() {
-        let throttle = Throttle::new(
+    /// A throttle holding one decision, never stale: slowed to one worker.
+    fn slowed_to_one_worker() -> Throttle {
+        Throttle::new(
             Pace::Slow {
                 pause_ms: 1,
                 workers: 1,
             },
             "test".to_owned(),
             None,
-        );
+        )
+    }
+
+    #[tokio::test]
+    async fn inv_oc_5_a_worker_held_back_by_a_slowed_pace_is_let_go_once_nothing_is_left() {
+        let throttle = slowed_to_one_worker();
         let left = Arc::new(AtomicBool::new(true));
         let flag = left.clone();
         let waiting = tokio::spawn({
@@ -314,14 +319,7 @@ mod tests {
 
     #[tokio::test]
     async fn slowed_work_admits_only_the_allowed_workers() {
-        let throttle = Throttle::new(
-            Pace::Slow {
-                pause_ms: 1,
-                workers: 1,
-            },
-            "test".to_owned(),
-            None,
-        );
+        let throttle = slowed_to_one_worker();
         tokio::time::timeout(Duration::from_secs(5), throttle.admit(0))
             .await
             .expect("worker 0 is admitted");
