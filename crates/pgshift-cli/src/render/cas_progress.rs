@@ -286,7 +286,14 @@ impl CasProgress for CasView {
             self.last_build = Some((build.number, String::new(), -1));
             self.last_json = None;
         }
-        let title = format!("{} ({} of {})", build.index, build.number, build.count);
+        let title = if build.at_once > 1 {
+            format!(
+                "{} ({} of {}, {} at once)",
+                build.index, build.number, build.count, build.at_once
+            )
+        } else {
+            format!("{} ({} of {})", build.index, build.number, build.count)
+        };
         match self.style {
             Style::Json => {
                 if started || self.json_due() {
@@ -298,6 +305,7 @@ impl CasProgress for CasView {
                             "index": build.index,
                             "number": build.number,
                             "count": build.count,
+                            "at_once": build.at_once,
                             "phase": reading.map(|r| r.phase.as_str()),
                             "blocks_done": reading.map(|r| r.blocks_done),
                             "blocks_total": reading.map(|r| r.blocks_total),

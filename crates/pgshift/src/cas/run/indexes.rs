@@ -6,10 +6,11 @@ use std::sync::atomic::Ordering;
 use tokio_postgres::Client;
 
 use super::applier_task::ApplierTask;
+use super::build_pool::{pooled, Pool};
 use super::CasProgress;
 use crate::cas::copier::CopyState;
 use crate::cas::error::CasError;
-use crate::cas::index_watch::Watcher;
+use crate::cas::index_watch::{Builder, Watcher};
 use crate::cas::plan::RunPlan;
 use crate::cas::session::{self, ShadowLock};
 use crate::connect::ConnectionSpec;
@@ -61,7 +62,7 @@ fn shadow_lock(beside: bool) -> ShadowLock {
 }
 
 /// The applier held for an index build: the gate, and the flag verification reads.
-struct HeldForBuild<'a> {
+pub(super) struct HeldForBuild<'a> {
     _gate: tokio::sync::MutexGuard<'a, ()>,
     flag: &'a std::sync::atomic::AtomicBool,
 }
@@ -70,6 +71,18 @@ impl Drop for HeldForBuild<'_> {
     fn drop(&mut self) {
         self.flag.store(false, Ordering::Release);
     }
+}
+
+/// Holds the applier (when there is one) for a build: it would wait for the build's
+/// lock on the shadow, within its `lock_timeout`.
+pub(super) async fn hold_applier(applier: Option<&ApplierTask>) -> Option<HeldForBuild<'_>> {
+    let task = applier?;
+    let gate = task.gate.lock().await;
+    task.held_for_build.store(true, Ordering::Release);
+    Some(HeldForBuild {
+        _gate: gate,
+        flag: &task.held_for_build,
+    })
 }
 
 /// The settings of a build admitted at `pace`.
@@ -110,18 +123,19 @@ pub(super) async fn ensure_key(client: &Client, plan: &RunPlan) -> Result<(), Ca
     ensure_key_watched(client, plan, None, Pace::Open).await
 }
 
-/// [`ensure_key`], with the build reported on `watcher` (when there is one).
+/// [`ensure_key`], with the build run on `builder` (whose client is `client`) and
+/// reported on `watcher` (when there are these).
 async fn ensure_key_watched(
     client: &Client,
     plan: &RunPlan,
-    watcher: Option<&mut Watcher<'_>>,
+    watched: Option<(&mut Watcher<'_>, &Builder)>,
     pace: Pace,
 ) -> Result<(), CasError> {
     let Some(build) = &plan.key_build else {
         return Ok(());
     };
     if key_exists(client, plan).await? {
-        if let Some(watcher) = watcher {
+        if let Some((watcher, _)) = watched {
             watcher.skip();
         }
         return Ok(());
@@ -140,22 +154,39 @@ async fn ensure_key_watched(
         pace,
         ShadowLock::Exclusive,
     );
-    let result = match watcher {
-        Some(watcher) => watcher.run(client, "primary key", &sql).await,
+    let result = match watched {
+        Some((watcher, builder)) => watcher.run(builder, "primary key", &sql).await,
         None => client.batch_execute(&sql).await,
     };
     session::settle(client, "building the shadow's primary key", result).await
 }
 
+/// Whether the shadow's schema has a relation named `name` (an index an earlier
+/// process built).
+async fn shadow_has(client: &Client, plan: &RunPlan, name: &str) -> Result<bool, CasError> {
+    let schema = plan.shadow.schema.clone().unwrap_or_default();
+    let row = client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
+              WHERE n.nspname OPERATOR(pg_catalog.=) $1::pg_catalog.text AND c.relname OPERATOR(pg_catalog.=) $2::pg_catalog.text)",
+            &[&schema, &name],
+        )
+        .await
+        .map_err(|e| CasError::db("looking for a shadow index", e))?;
+    Ok(row.get(0))
+}
+
 /// Builds the shadow's primary key (first: the applier waits for it, and foreign keys
 /// to the table itself reference it), then its other indexes and constraints (nobody
 /// else uses the shadow, so plain builds), skipping any already built by an earlier
-/// process. The applier is paused during each build (it would wait for the build's
-/// lock on the shadow, within its `lock_timeout`) and catches up between them.
+/// process. The plain indexes of the table are built up to the run's workers at once
+/// while the throttle leaves the work open ([`super::build_pool`]), the others one at
+/// a time after them. The applier is paused during builds (it would wait for a
+/// build's lock on the shadow, within its `lock_timeout`) and catches up between them.
 ///
 /// With `readable` (the plan [`verifies_beside_builds`]), `readable` is set once the
-/// key is built, and the other indexes are built in SHARE mode, so that verification
-/// reads the shadow beside them.
+/// key is built, and the other indexes are built one at a time in SHARE mode, so that
+/// verification reads the shadow beside them.
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn build_indexes(
     spec: &ConnectionSpec,
@@ -167,53 +198,64 @@ pub(super) async fn build_indexes(
     readable: Option<&tokio::sync::watch::Sender<bool>>,
     progress: &mut dyn CasProgress,
 ) -> Result<(), CasError> {
-    let session = session::open(spec, &plan.names().index_application()).await?;
-    let client = session.client();
-    // One build at a time, each started at the throttle's word (INV: OC-5).
+    let application = plan.names().index_application();
+    let mut builders = vec![Builder::open(spec, &application).await?];
+    let client = builders[0].client();
+    // The key first, alone, at the throttle's word (INV: OC-5).
     let pace = Pacer::new(throttle.clone(), 0);
     let admitted = pace.admit().await;
     let builds = usize::from(plan.key_build.is_some()) + plan.indexes.len();
-    let mut watcher = Watcher::new(client, monitor, progress, builds).await;
-    ensure_key_watched(client, plan, Some(&mut watcher), admitted).await?;
+    let mut watcher = Watcher::new(monitor, progress, builds);
+    ensure_key_watched(client, plan, Some((&mut watcher, &builders[0])), admitted).await?;
     state.key_ready.store(true, Ordering::Release);
-    let pause = || async {
-        match applier {
-            Some(task) => {
-                let gate = task.gate.lock().await;
-                task.held_for_build.store(true, Ordering::Release);
-                Some(HeldForBuild {
-                    _gate: gate,
-                    flag: &task.held_for_build,
-                })
-            }
-            None => None,
-        }
-    };
+    let pause = || hold_applier(applier);
     if let Some(readable) = readable {
         // Verification reads by the key's index from here on, statistics or not (each
         // chunk turns sequential scans off: see `verify::check_chunk`); the shadow is
         // analyzed once every index is built, beside it.
         readable.send_replace(true);
     }
-    let schema = plan.shadow.schema.clone().unwrap_or_default();
+    let mut todo = Vec::new();
     for index in &plan.indexes {
-        let exists = client
-            .query_one(
-                "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
-                  WHERE n.nspname OPERATOR(pg_catalog.=) $1::pg_catalog.text AND c.relname OPERATOR(pg_catalog.=) $2::pg_catalog.text)",
-                &[&schema, &index.temp_name],
-            )
-            .await
-            .map_err(|e| CasError::db("looking for a shadow index", e))?;
-        if exists.get::<_, bool>(0) {
+        if shadow_has(client, plan, &index.temp_name).await? {
             watcher.skip();
-            continue;
+        } else {
+            todo.push(index);
         }
+    }
+    let (together, alone): (Vec<_>, Vec<_>) = todo.into_iter().partition(|i| pooled(i));
+    // Several at once unless verification runs beside them: it takes the cores a
+    // single build leaves idle (`beside.rs`).
+    let at_once = if readable.is_some() {
+        1
+    } else {
+        plan.options.workers.clamp(1, together.len().max(1))
+    };
+    while builders.len() < at_once {
+        builders.push(Builder::open(spec, &application).await?);
+    }
+    // INV: CO-11 — beside verification, only what lets its reads go on; builds at
+    // once share the shadow in SHARE mode.
+    let lock = if readable.is_some() || at_once > 1 {
+        ShadowLock::Share
+    } else {
+        ShadowLock::Exclusive
+    };
+    let pool = Pool {
+        builders: &builders,
+        monitor,
+        plan,
+        throttle,
+        pacer: &pace,
+        lock,
+    };
+    pool.build(&together, &mut watcher, applier).await?;
+    let client = builders[0].client();
+    for index in alone {
         let admitted = pace.admit().await;
         let _paused = pause().await;
-        // INV: CO-11 — beside verification, only what lets its reads go on.
         let sql = on_shadow_at(plan, &index.sql, admitted, shadow_lock(readable.is_some()));
-        let result = watcher.run(client, &index.source_name, &sql).await;
+        let result = watcher.run(&builders[0], &index.source_name, &sql).await;
         session::settle(
             client,
             &format!("building index {} on the shadow", index.source_name),

@@ -7,6 +7,7 @@
 
 mod applier_task;
 mod beside;
+mod build_pool;
 mod cleanup;
 mod copy;
 mod drive;
