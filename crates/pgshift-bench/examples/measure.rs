@@ -46,13 +46,9 @@ async fn main() -> Res<()> {
     let mut client = connect(&conninfo).await?;
     println!("PostgreSQL {}", cluster.version());
     let started = Instant::now();
-    schema::load_schema(&client, Duration::from_secs(60)).await?;
-    let seeded = schema::seed(
-        &client,
-        u32::try_from(seed_rows)?,
-        Duration::from_secs(1800),
-    )
-    .await?;
+    let psql = schema::Psql::of_cluster(&cluster, "relay");
+    schema::load_schema(&psql, Duration::from_secs(60)).await?;
+    let seeded = schema::seed(&psql, u32::try_from(seed_rows)?, Duration::from_secs(1800)).await?;
     println!(
         "schema + seed of {} events: {:.1} s",
         seeded.total(),

@@ -3,6 +3,7 @@
 //! means a step of the harness itself could not be done (a bad configuration,
 //! a schema that does not load, an oracle query that failed).
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// What went wrong in a harness step.
@@ -37,7 +38,7 @@ pub enum Error {
     /// A statement of a harness step failed.
     #[error("{step} failed: {message} (sqlstate {sqlstate})")]
     Sql {
-        /// The step, e.g. `"seed: statement at line 52"`.
+        /// The step, e.g. `"oracle: BEGIN"`.
         step: String,
         /// The SQLSTATE, or `none` for a connection-level failure.
         sqlstate: String,
@@ -57,24 +58,45 @@ pub enum Error {
         waited: Duration,
     },
 
-    /// A psql script uses a meta-command this crate does not implement.
-    #[error("{script} line {line}: unsupported psql meta-command \\{command}")]
-    UnsupportedMetaCommand {
-        /// The script, e.g. `seed.sql`.
-        script: &'static str,
-        /// The 1-based line.
-        line: usize,
-        /// The command name, without the backslash.
-        command: String,
+    /// The psql program is not there.
+    #[error("psql not found: {}", program.display())]
+    PsqlNotFound {
+        /// The path (or name looked up in `PATH`) that was tried.
+        program: PathBuf,
     },
 
-    /// A psql script is malformed for the subset this crate implements.
-    #[error("{script} line {line}: {detail}")]
-    Script {
+    /// psql could not be started or talked to (other than not being there).
+    #[error("{action} {}: {source}", program.display())]
+    PsqlIo {
+        /// What was being done, e.g. `"starting"`.
+        action: &'static str,
+        /// The psql program.
+        program: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// psql stopped on an error in a script (`ON_ERROR_STOP`), or could not
+    /// connect.
+    #[error("{script}{}: {message}", line_suffix(*.line))]
+    Psql {
         /// The script, e.g. `seed.sql`.
         script: &'static str,
-        /// The 1-based line.
-        line: usize,
+        /// The 1-based line of the script psql names in its report, if any
+        /// (for a statement over several lines, psql names its last line).
+        line: Option<usize>,
+        /// psql's standard error from its report of the failure on, without
+        /// the `psql:<stdin>:LINE:` prefix (all of it if there is no such
+        /// report).
+        message: String,
+    },
+
+    /// psql ran a script but printed something the caller cannot read.
+    #[error("{script}: unexpected output from psql: {detail}")]
+    PsqlOutput {
+        /// The script, e.g. `seed.sql`.
+        script: &'static str,
         /// What is wrong.
         detail: String,
     },
@@ -105,6 +127,11 @@ impl Error {
             source,
         }
     }
+}
+
+/// `" line N"`, or nothing without a line.
+fn line_suffix(line: Option<usize>) -> String {
+    line.map(|line| format!(" line {line}")).unwrap_or_default()
 }
 
 /// The crate's `Result`.

@@ -6,9 +6,9 @@
 //! # Brief overview
 //!
 //! * [`schema`] loads `workloads/relay/schema.sql` and seeds it
-//!   (`seed.sql`, server-side, `rows_per_partition` per partition), both built
-//!   into the library and run through a small interpreter of the psql
-//!   features they use (`\set`, `\if`, `\gexec`, `:name`).
+//!   (`seed.sql`, server-side, `rows_per_partition` per partition). Both
+//!   scripts are built into the library and run by the `psql` program that
+//!   comes with the server ([`schema::Psql`]).
 //! * [`load`] runs writers (inserts, soft deletes, hard deletes, optionally
 //!   stale inserts and exact replays; some as
 //!   `session_replication_role = replica`) at a fixed total rate, and keyset
@@ -30,13 +30,16 @@
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use pgshift_bench::{load, oracle, schema, TableRef};
+//! use pgshift_bench::schema::{self, Psql};
+//! use pgshift_bench::{load, oracle, TableRef};
 //!
 //! # async fn run(conninfo: &str) -> Result<(), Box<dyn std::error::Error>> {
+//! let psql = Psql::new("psql", conninfo);
+//! schema::load_schema(&psql, Duration::from_secs(60)).await?;
+//! schema::seed(&psql, 1000, Duration::from_secs(300)).await?;
+//!
 //! let (mut client, connection) = tokio_postgres::connect(conninfo, tokio_postgres::NoTls).await?;
 //! tokio::spawn(connection);
-//! schema::load_schema(&client, Duration::from_secs(60)).await?;
-//! schema::seed(&client, 1000, Duration::from_secs(300)).await?;
 //!
 //! let config = load::LoadConfig::new(conninfo, Duration::from_secs(10));
 //! let report = load::start(config).await?.wait().await;

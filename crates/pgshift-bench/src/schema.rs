@@ -1,25 +1,28 @@
 //! Loads the relay workload into a database: `workloads/relay/schema.sql` and
 //! `workloads/relay/seed.sql`, built into the library (so it works from any
-//! working directory) and run through the crate's interpreter of the psql
-//! features they use, with the same meaning as
-//! `psql -v ON_ERROR_STOP=1 [-v rows_per_partition=N] -f`.
+//! working directory) and run by psql itself ([`Psql`]), as
+//! `psql -X -v ON_ERROR_STOP=1 [-v rows_per_partition=N] -f -` with the script
+//! on standard input.
 //!
 //! The seed is server-side (`generate_series`, one statement per partition)
 //! and deterministic: two seeds with the same `rows_per_partition` produce the
-//! same rows.
+//! same rows. After each partition's `INSERT` it prints a progress row,
+//! which [`seed_with_progress`] turns into a callback.
 
 use std::time::{Duration, Instant};
 
-use tokio_postgres::Client;
-
 use crate::error::{Error, Result};
-use crate::psql::{run_script, run_script_observed, Variables};
+pub use crate::psql::Psql;
 
 /// `workloads/relay/schema.sql`, as built into the library.
 pub const SCHEMA_SQL: &str = include_str!("../../../workloads/relay/schema.sql");
 
 /// `workloads/relay/seed.sql`, as built into the library.
 pub const SEED_SQL: &str = include_str!("../../../workloads/relay/seed.sql");
+
+/// The first cell of the row `seed.sql` prints after each partition's `INSERT`:
+/// `seeded|<partitions done>|<partitions>|<partition>|<events in it>`.
+const SEED_PROGRESS: &str = "seeded";
 
 /// Rows per partition that `seed.sql` uses when none is given.
 pub const DEFAULT_ROWS_PER_PARTITION: u32 = 1000;
@@ -70,30 +73,23 @@ impl SeedProgress {
 }
 
 /// Creates the relay schema (tables, partitions, indexes, trigger functions and
-/// triggers) in the connected database, within `timeout`. The script is one
-/// transaction and can be run again over itself.
-pub async fn load_schema(client: &Client, timeout: Duration) -> Result<()> {
-    bounded("loading schema.sql", timeout, async {
-        run_script(client, "schema.sql", SCHEMA_SQL, Variables::new()).await
-    })
-    .await
-    .map(drop)
+/// triggers) in the database `psql` connects to, within `timeout`. The script
+/// is one transaction and can be run again over itself.
+pub async fn load_schema(psql: &Psql, timeout: Duration) -> Result<()> {
+    psql.run_lines("schema.sql", SCHEMA_SQL, &[], timeout, &mut |_| {})
+        .await
 }
 
 /// Seeds the relay schema with `rows_per_partition` events in each of the 8
 /// partitions (3 communities, 12 channels), within `timeout`. Partitions that
 /// already hold rows are left alone.
-pub async fn seed(
-    client: &Client,
-    rows_per_partition: u32,
-    timeout: Duration,
-) -> Result<SeedReport> {
-    seed_with_progress(client, rows_per_partition, timeout, &mut |_| {}).await
+pub async fn seed(psql: &Psql, rows_per_partition: u32, timeout: Duration) -> Result<SeedReport> {
+    seed_with_progress(psql, rows_per_partition, timeout, &mut |_| {}).await
 }
 
-/// [`seed`], reporting on `progress` after each partition.
+/// [`seed`], reporting on `progress` after each partition (skipped ones too).
 pub async fn seed_with_progress(
-    client: &Client,
+    psql: &Psql,
     rows_per_partition: u32,
     timeout: Duration,
     progress: &mut (dyn FnMut(SeedProgress) + Send),
@@ -104,52 +100,53 @@ pub async fn seed_with_progress(
             reason: "must be at least 1".to_owned(),
         });
     }
-    let vars = Variables::from([(
-        "rows_per_partition".to_owned(),
-        rows_per_partition.to_string(),
-    )]);
+    let per_partition = u64::from(rows_per_partition);
     let started = Instant::now();
-    let mut generated = |done: usize, of: usize| {
-        progress(SeedProgress {
-            partitions_done: done,
-            partitions_total: of,
-            events_done: done as u64 * u64::from(rows_per_partition),
-            events_total: of as u64 * u64::from(rows_per_partition),
-            elapsed: started.elapsed(),
-        });
+    // The lines of the final query, and the first line that is not as expected.
+    let mut report_lines: Vec<String> = Vec::new();
+    let mut unexpected: Option<String> = None;
+    let mut on_line = |line: &str| match line.split('|').collect::<Vec<_>>().as_slice() {
+        [SEED_PROGRESS, done, total, _partition, _events] => {
+            match (done.parse::<usize>(), total.parse::<usize>()) {
+                (Ok(done), Ok(total)) => progress(SeedProgress {
+                    partitions_done: done,
+                    partitions_total: total,
+                    events_done: done as u64 * per_partition,
+                    events_total: total as u64 * per_partition,
+                    elapsed: started.elapsed(),
+                }),
+                _ => {
+                    unexpected.get_or_insert_with(|| line.to_owned());
+                }
+            }
+        }
+        [""] => {}
+        _ => report_lines.push(line.to_owned()),
     };
-    let output = bounded("running seed.sql", timeout, async {
-        run_script_observed(client, "seed.sql", SEED_SQL, vars, &mut generated).await
-    })
-    .await?;
-    let partitions = output
-        .last_rows
-        .into_iter()
-        .map(|row| match row.as_slice() {
-            [Some(partition), Some(events)] => events
-                .parse()
-                .ok()
-                .map(|events| (partition.clone(), events)),
-            _ => None,
-        })
-        .collect::<Option<Vec<_>>>()
-        .ok_or_else(|| Error::Script {
+    let vars = [("rows_per_partition", rows_per_partition.to_string())];
+    psql.run_lines("seed.sql", SEED_SQL, &vars, timeout, &mut on_line)
+        .await?;
+    if let Some(line) = unexpected {
+        return Err(Error::PsqlOutput {
             script: "seed.sql",
-            line: SEED_SQL.lines().count(),
-            detail: "the final query does not report (partition, events)".to_owned(),
+            detail: format!("a progress row that does not parse: {line:?}"),
+        });
+    }
+    let partitions = report_lines
+        .iter()
+        .map(
+            |line| match line.split('|').collect::<Vec<_>>().as_slice() {
+                [partition, events] => events
+                    .parse()
+                    .map(|events| ((*partition).to_owned(), events))
+                    .map_err(|_| line),
+                _ => Err(line),
+            },
+        )
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|line| Error::PsqlOutput {
+            script: "seed.sql",
+            detail: format!("the final query should print partition|events, not {line:?}"),
         })?;
     Ok(SeedReport { partitions })
-}
-
-async fn bounded<T>(
-    what: &str,
-    timeout: Duration,
-    work: impl std::future::Future<Output = Result<T>>,
-) -> Result<T> {
-    tokio::time::timeout(timeout, work)
-        .await
-        .map_err(|_| Error::Timeout {
-            what: what.to_owned(),
-            waited: timeout,
-        })?
 }

@@ -409,17 +409,13 @@ async fn seeded_relay_at(
 ) -> (String, String, String, tokio_postgres::Client) {
     let live = schema_database(cluster(), prefix);
     let conninfo = cluster().connection_string(&live);
-    {
-        let (client, connection) = tokio_postgres::connect(&conninfo, tokio_postgres::NoTls)
-            .await
-            .expect("connects");
-        let task = tokio::spawn(connection);
-        schema::seed(&client, 300, Duration::from_secs(300))
-            .await
-            .expect("seed");
-        drop(client);
-        let _ = task.await;
-    }
+    schema::seed(
+        &schema::Psql::of_cluster(cluster(), &live),
+        300,
+        Duration::from_secs(300),
+    )
+    .await
+    .expect("seed");
     apply_natively(cluster(), &live, 1..=version);
     baseline(&conninfo, version);
     let native = clone_of(&live, &format!("{prefix}_native"));

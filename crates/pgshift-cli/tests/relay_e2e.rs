@@ -44,10 +44,11 @@ async fn the_relay_events_table_is_rewritten_online_under_its_real_workload() {
         .await
         .expect("connects");
     tokio::spawn(connection);
-    schema::load_schema(&client, Duration::from_secs(60))
+    let psql = schema::Psql::of_cluster(cluster, &db);
+    schema::load_schema(&psql, Duration::from_secs(60))
         .await
         .expect("schema");
-    schema::seed(&client, 12_000, Duration::from_secs(300))
+    schema::seed(&psql, 12_000, Duration::from_secs(300))
         .await
         .expect("seed");
     client

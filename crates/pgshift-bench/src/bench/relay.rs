@@ -102,10 +102,11 @@ pub(crate) async fn run(bench: &mut Bench, wanted: Wanted) -> BenchResult<RelayR
         bench.say(format!(
             "relay: loading the schema and seeding {per_partition} rows per partition"
         ));
-        schema::load_schema(&client, Duration::from_secs(120))
+        let psql = schema::Psql::of_cluster(&bench.cluster, "relay_seed");
+        schema::load_schema(&psql, Duration::from_secs(120))
             .await
             .ctx("loading the relay schema")?;
-        let seeded = schema::seed(&client, per_partition, Duration::from_secs(3600))
+        let seeded = schema::seed(&psql, per_partition, Duration::from_secs(3600))
             .await
             .ctx("seeding the relay")?;
         client

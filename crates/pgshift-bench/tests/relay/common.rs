@@ -31,13 +31,14 @@ pub async fn relay_db(prefix: &str, rows_per_partition: u32) -> RelayDb {
     let cluster = pgshift_embedded::shared_cluster().expect("shared cluster");
     let db = cluster.fresh_database(prefix).expect("fresh database");
     let conninfo = cluster.connection_string(&db);
-    let client = connect(&conninfo).await;
-    schema::load_schema(&client, Duration::from_secs(60))
+    let psql = schema::Psql::of_cluster(cluster, &db);
+    schema::load_schema(&psql, Duration::from_secs(60))
         .await
         .expect("schema loads");
-    schema::seed(&client, rows_per_partition, Duration::from_secs(120))
+    schema::seed(&psql, rows_per_partition, Duration::from_secs(120))
         .await
         .expect("seed runs");
+    let client = connect(&conninfo).await;
     RelayDb { conninfo, client }
 }
 

@@ -134,7 +134,8 @@ async fn start_refuses_a_missing_table_an_unseeded_schema_and_replica_writers_wi
     let db = cluster.fresh_database("bench_refusals").expect("database");
     let conninfo = cluster.connection_string(&db);
     let client = crate::common::connect(&conninfo).await;
-    pgshift_bench::schema::load_schema(&client, Duration::from_secs(60))
+    let psql = pgshift_bench::schema::Psql::of_cluster(cluster, &db);
+    pgshift_bench::schema::load_schema(&psql, Duration::from_secs(60))
         .await
         .expect("schema loads");
     let short = Duration::from_secs(1);

@@ -34,11 +34,12 @@ async fn library_loads_the_same_relay_database_as_psql() {
 
     let by_library = cluster.fresh_database("bench_lib").expect("database");
     let client = connect(&cluster.connection_string(&by_library)).await;
+    let psql = schema::Psql::of_cluster(cluster, &by_library);
     let bound = Duration::from_secs(60);
-    schema::load_schema(&client, bound)
+    schema::load_schema(&psql, bound)
         .await
         .expect("schema loads");
-    let report = schema::seed(&client, 20, bound).await.expect("seed runs");
+    let report = schema::seed(&psql, 20, bound).await.expect("seed runs");
     assert_eq!(report.partitions.len(), 8, "{report:?}");
     assert!(
         report.partitions.iter().all(|(_, n)| *n == 20),
@@ -47,11 +48,11 @@ async fn library_loads_the_same_relay_database_as_psql() {
     assert_eq!(report.partitions[0].0, "events_past");
 
     // Loading both again over themselves changes nothing.
-    schema::load_schema(&client, bound)
+    schema::load_schema(&psql, bound)
         .await
         .expect("schema loads again");
     assert_eq!(
-        schema::seed(&client, 20, bound).await.expect("seed again"),
+        schema::seed(&psql, 20, bound).await.expect("seed again"),
         report
     );
 
@@ -72,12 +73,13 @@ async fn a_seed_reports_its_progress_partition_by_partition() {
     let cluster = pgshift_embedded::shared_cluster().expect("shared cluster");
     let db = cluster.fresh_database("bench_progress").expect("database");
     let client = connect(&cluster.connection_string(&db)).await;
+    let psql = schema::Psql::of_cluster(cluster, &db);
     let bound = Duration::from_secs(60);
-    schema::load_schema(&client, bound)
+    schema::load_schema(&psql, bound)
         .await
         .expect("schema loads");
     let mut seen = Vec::new();
-    let report = schema::seed_with_progress(&client, 30, bound, &mut |p| seen.push(p))
+    let report = schema::seed_with_progress(&psql, 30, bound, &mut |p| seen.push(p))
         .await
         .expect("seed runs");
     let partitions: Vec<(usize, usize, u64, u64)> = seen
@@ -110,8 +112,8 @@ async fn a_seed_reports_its_progress_partition_by_partition() {
 async fn a_seed_of_zero_rows_is_refused() {
     let cluster = pgshift_embedded::shared_cluster().expect("shared cluster");
     let db = cluster.fresh_database("bench_zero").expect("database");
-    let client = connect(&cluster.connection_string(&db)).await;
-    let err = schema::seed(&client, 0, Duration::from_secs(10))
+    let psql = schema::Psql::of_cluster(cluster, &db);
+    let err = schema::seed(&psql, 0, Duration::from_secs(10))
         .await
         .expect_err("0 rows is refused");
     assert!(

@@ -193,11 +193,12 @@ async fn demo(cluster: &Cluster, args: &DemoArgs, out: &Path) -> Result<bool, St
         "loading the relay schema (events: 8 range partitions, 6 indexes, a stored generated column, 5 triggers) and seeding {} events per partition",
         args.rows_per_partition
     ));
-    schema::load_schema(&client, Duration::from_secs(120))
+    let psql = schema::Psql::of_cluster(cluster, database);
+    schema::load_schema(&psql, Duration::from_secs(120))
         .await
         .map_err(|e| e.to_string())?;
     let seeded = schema::seed_with_progress(
-        &client,
+        &psql,
         args.rows_per_partition,
         Duration::from_secs(1_800),
         &mut |p| done(&seed_line(&p)),
