@@ -336,7 +336,8 @@ pub struct CasArgs {
     /// live: writes continue during the rewrite; quiesced: writes are refused.
     #[arg(long, value_enum, default_value_t = ModeArg::Live)]
     pub mode: ModeArg,
-    /// Parallel copy sessions.
+    /// Parallel sessions of the copy and of verification; also the index builds run at
+    /// once when verification waits for them (each with maintenance_work_mem = 256MB).
     #[arg(long, default_value_t = 2, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=32))]
     pub workers: u16,
     /// Target duration of one copy chunk (ms); chunk sizes adapt toward it.
