@@ -225,6 +225,17 @@ async fn the_plain_builds_run_at_once_when_verification_waits_for_them() {
     );
     // The same indexes as before, each under its own name.
     assert_eq!(index_definitions(&db).await, before);
+    // Sampled beside verification, the statistics are the new table's at the swap.
+    let analyzed: i64 = client(&db)
+        .await
+        .query_one(
+            "SELECT count(DISTINCT attname) FROM pg_stats WHERE schemaname = 'public' AND tablename = 'items'",
+            &[],
+        )
+        .await
+        .expect("pg_stats")
+        .get(0);
+    assert_eq!(analyzed, 3, "every column of the new table has statistics");
 }
 
 /// `picky` fails on the shadow's index sessions only (named `pgshift-index-…`), at its

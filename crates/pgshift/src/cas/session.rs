@@ -37,6 +37,10 @@ pub enum ShadowLock {
     /// SHARE, what `CREATE INDEX` takes: verification reads the shadow beside it, and
     /// an autovacuum worker on it (SHARE UPDATE EXCLUSIVE) is still waited out.
     Share,
+    /// SHARE UPDATE EXCLUSIVE, what `ANALYZE` takes: verification's reads and the
+    /// applier's writes go on beside it, and an autovacuum worker on it is still
+    /// waited out.
+    Analyze,
 }
 
 /// [`lock_shadow`] in `mode`.
@@ -44,6 +48,7 @@ pub fn lock_shadow_in(shadow: &QualifiedName, lock_timeout_ms: u64, mode: Shadow
     let mode = match mode {
         ShadowLock::Exclusive => "ACCESS EXCLUSIVE",
         ShadowLock::Share => "SHARE",
+        ShadowLock::Analyze => "SHARE UPDATE EXCLUSIVE",
     };
     format!(
         "SET LOCAL lock_timeout = {SHADOW_LOCK_WAIT_MS}; \

@@ -20,7 +20,7 @@ use tokio_postgres::Client;
 
 use super::applier_task::ApplierTask;
 use super::drive::elapsed_ms;
-use super::indexes::build_indexes;
+use super::indexes::{analyze_shadow, build_indexes};
 use super::verify_all::{verify_all, Grow};
 use super::{CasProgress, RunReport};
 use crate::cas::copier::CopyState;
@@ -114,6 +114,7 @@ pub(super) async fn index_and_verify(
             &mut progress,
         )
         .await?;
+        analyze_shadow(spec, plan, throttle).await?;
         built.send_replace(true);
         Ok::<u64, CasError>(elapsed_ms(started))
     };

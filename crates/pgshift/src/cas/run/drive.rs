@@ -10,7 +10,9 @@ use super::applier_task::ApplierTask;
 use super::beside::index_and_verify;
 use super::copy::{copy, resume_copy};
 use super::finish::finish;
-use super::indexes::{build_indexes, ensure_key, key_exists, verifies_beside_builds};
+use super::indexes::{
+    analyze_shadow, build_indexes, ensure_key, key_exists, verifies_beside_builds,
+};
 use super::prepare::ensure_capture;
 use super::sessions::terminate_earlier_sessions;
 use super::swap::{catch_up, hold_while_paused, wait_for_cutover};
@@ -220,7 +222,8 @@ pub(super) async fn run_phases(
         }
         let started = Instant::now();
         enter(client, plan, progress, Phase::Verifying).await?;
-        stoppable(verify_all(
+        // The statistics are sampled beside verification (neither waits for the other).
+        let verified = verify_all(
             spec,
             client,
             plan,
@@ -232,7 +235,10 @@ pub(super) async fn run_phases(
             estimate,
             report,
             progress,
-        ))
+        );
+        stoppable(async {
+            tokio::try_join!(analyze_shadow(spec, plan, &throttle), verified).map(drop)
+        })
         .await?;
         report
             .phases_ms

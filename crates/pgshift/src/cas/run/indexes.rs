@@ -312,22 +312,28 @@ pub(super) async fn build_indexes(
             .await?;
         }
     }
-    pace.admit().await;
-    let _paused = pause().await;
-    analyze_shadow(client, plan, readable.is_some()).await
+    Ok(())
 }
 
 /// Gives the shadow (and its partitions) planner statistics, once its indexes are
 /// built: the table the swap puts in the source's place has the statistics a query
-/// planned right after needs, rather than waiting for autovacuum. Run again by a
-/// process that resumes the indexing phase: it is cheap (a sample) and idempotent.
-/// Verification does not wait for it (its sessions read by the key's index).
-///
-/// `beside`: verification reads the shadow meanwhile, so it is taken in SHARE mode
-/// (`ANALYZE` itself takes SHARE UPDATE EXCLUSIVE).
-async fn analyze_shadow(client: &Client, plan: &RunPlan, beside: bool) -> Result<(), CasError> {
+/// planned right after needs, rather than waiting for autovacuum. Run on a session of
+/// its own at the throttle's word, beside verification (whose chunks read by the
+/// key's index, statistics or not: see `verify::check_chunk`) and the applier: it
+/// takes the shadow in SHARE UPDATE EXCLUSIVE mode, what `ANALYZE` takes, which lets
+/// their reads and writes go on. A sample of every partition on one core, it left the
+/// other idle for seconds when it ran alone (`docs/COPY-AND-SWAP.md`, "Index builds
+/// at once"). Run again by a process that resumes the phase: it is idempotent.
+pub(super) async fn analyze_shadow(
+    spec: &ConnectionSpec,
+    plan: &RunPlan,
+    throttle: &Throttle,
+) -> Result<(), CasError> {
+    let session = session::open(spec, &plan.names().index_application()).await?;
+    let client = session.client();
+    let admitted = Pacer::new(throttle.clone(), 0).admit().await;
     let analyze = format!("ANALYZE {}", plan.shadow);
-    let sql = on_shadow_at(plan, &analyze, Pace::Open, shadow_lock(beside));
+    let sql = on_shadow_at(plan, &analyze, admitted, ShadowLock::Analyze);
     let result = client.batch_execute(&sql).await;
     session::settle(client, "analyzing the shadow", result).await
 }
