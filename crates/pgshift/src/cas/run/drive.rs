@@ -180,9 +180,9 @@ pub(super) async fn run_phases(
         let started = Instant::now();
         enter(client, plan, progress, Phase::Copying).await?;
         resume_copy(client, plan, statements, record, state).await?;
-        stoppable(copy(
+        stoppable(Box::pin(copy(
             spec, plan, statements, state, applier, &throttle, estimate, progress,
-        ))
+        )))
         .await?;
         report
             .phases_ms
@@ -193,9 +193,9 @@ pub(super) async fn run_phases(
     // (those built are skipped) before it verifies.
     if from <= Phase::Verifying && verifies_beside_builds(plan) {
         enter(client, plan, progress, Phase::Indexing).await?;
-        let took = stoppable(index_and_verify(
+        let took = stoppable(Box::pin(index_and_verify(
             spec, client, plan, statements, state, applier, &throttle, estimate, report, progress,
-        ))
+        )))
         .await?;
         report
             .phases_ms
@@ -207,9 +207,9 @@ pub(super) async fn run_phases(
         if from <= Phase::Indexing {
             let started = Instant::now();
             enter(client, plan, progress, Phase::Indexing).await?;
-            stoppable(build_indexes(
+            stoppable(Box::pin(build_indexes(
                 spec, client, plan, state, applier, &throttle, None, progress,
-            ))
+            )))
             .await?;
             report
                 .phases_ms
@@ -236,8 +236,14 @@ pub(super) async fn run_phases(
             report,
             progress,
         );
+        // Each phase's future is boxed: together inline they make the run's future large
+        // enough to overflow a test thread's stack in a debug build.
         stoppable(async {
-            tokio::try_join!(analyze_shadow(spec, plan, &throttle), verified).map(drop)
+            tokio::try_join!(
+                Box::pin(analyze_shadow(spec, plan, &throttle)),
+                Box::pin(verified)
+            )
+            .map(drop)
         })
         .await?;
         report
