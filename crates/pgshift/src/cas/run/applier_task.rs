@@ -1,7 +1,7 @@
 //! The background applier of a live run: a task that keeps the shadow in step with
 //! the change log while the copy, the index builds and verification go on, pausable
 //! for each index build and for the swap.
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -55,8 +55,13 @@ pub(super) struct ApplierTask {
     /// applier that cannot keep up.
     pub(super) held_for_build: Arc<AtomicBool>,
     pub(super) backlog_max: Arc<AtomicI64>,
+    /// Passes of the task's loop so far (each ends with a statement on its session).
+    passes: Arc<AtomicU64>,
     pub(super) handle: tokio::task::JoinHandle<Result<(), CasError>>,
 }
+
+/// The longest [`ApplierTask::check_after_a_pass`] waits for the pass.
+const PASS_WAIT: Duration = Duration::from_secs(2);
 
 impl ApplierTask {
     pub(super) fn spawn(session: Session, statements: Statements, state: Arc<CopyState>) -> Self {
@@ -66,6 +71,8 @@ impl ApplierTask {
         let backlog_max = Arc::new(AtomicI64::new(0));
         let (stop_flag, gate_lock, max) = (stop.clone(), gate.clone(), backlog_max.clone());
         let woken = wake.clone();
+        let passes = Arc::new(AtomicU64::new(0));
+        let passed = passes.clone();
         let handle = tokio::spawn(async move {
             let mut applier = Applier::new(statements);
             let client = session.client();
@@ -86,6 +93,7 @@ impl ApplierTask {
                     if waits % 5 == 1 {
                         note_backlog(&applier, client, &max).await?;
                     }
+                    passed.fetch_add(1, Ordering::Release);
                     rest(&woken, KEY_WAIT).await;
                     continue;
                 }
@@ -101,6 +109,7 @@ impl ApplierTask {
                     let _open = gate_lock.lock().await;
                     applier.step(client, &state.ledger, limit).await?
                 };
+                passed.fetch_add(1, Ordering::Release);
                 ticks = ticks.wrapping_add(1);
                 if ticks % 50 == 0 {
                     note_backlog(&applier, client, &max).await?;
@@ -126,6 +135,7 @@ impl ApplierTask {
             gate,
             held_for_build: Arc::new(AtomicBool::new(false)),
             backlog_max,
+            passes,
             handle,
         }
     }
@@ -136,6 +146,24 @@ impl ApplierTask {
             return Err(CasError::ApplierStopped);
         }
         Ok(())
+    }
+
+    /// [`Self::check`], once the task has made one more pass (woken from its rest;
+    /// waited for up to [`PASS_WAIT`]): a session ended since the task's last
+    /// statement is noticed before the swap, rather than by the swap's clean-up. The
+    /// swap would still be right without it (its drain applies what is left under
+    /// the lock), but a run whose applier died stops there, resumable.
+    pub(super) async fn check_after_a_pass(&self) -> Result<(), CasError> {
+        let seen = self.passes.load(Ordering::Acquire);
+        self.wake.notify_one();
+        let started = Instant::now();
+        while self.passes.load(Ordering::Acquire) == seen
+            && !self.handle.is_finished()
+            && started.elapsed() < PASS_WAIT
+        {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        self.check()
     }
 
     /// Stops the task: the largest backlog it saw, and how it ended. The largest

@@ -257,6 +257,9 @@ pub(super) async fn run_phases(
         stoppable(wait_for_cutover(client, plan, applier)).await?;
     }
     let held = stoppable(hold_while_paused(client, plan, applier, progress)).await?;
+    if let Some(task) = applier {
+        task.check_after_a_pass().await?;
+    }
     report.throttled_ms = report.throttled_ms.saturating_add(held);
     // The swap checks for a stop between its attempts, never inside its transaction.
     let started = Instant::now();
