@@ -28,7 +28,7 @@ use crate::cas::error::CasError;
 use crate::cas::index_watch::{Builder, IndexBuild, Watcher, EVERY};
 use crate::cas::plan::{RunPlan, ShadowIndex};
 use crate::cas::session::{self, ShadowLock};
-use crate::cas::throttle::{Pace, Pacer, Throttle};
+use crate::cas::throttle::{Pace, Pacer};
 
 /// Whether `index` may be built beside other builds: a plain `CREATE [UNIQUE] INDEX`
 /// of the table (not of one partition, not backing a constraint).
@@ -51,7 +51,6 @@ pub(super) struct Pool<'a> {
     /// The session that reads the builds' progress and cancels them on a failure.
     pub monitor: &'a Client,
     pub plan: &'a RunPlan,
-    pub throttle: &'a Throttle,
     pub pacer: &'a Pacer,
     /// The shadow's lock for each build.
     pub lock: ShadowLock,
@@ -81,7 +80,7 @@ impl Pool<'_> {
             while let (Some(index), Some(&slot)) = (todo.get(next), free.last()) {
                 let pace = if running.is_empty() {
                     self.pacer.admit().await
-                } else if may_start_beside(self.throttle.state().0) {
+                } else if may_start_beside(self.pacer.pace()) {
                     Pace::Open
                 } else {
                     break;

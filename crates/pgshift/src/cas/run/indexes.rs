@@ -245,24 +245,18 @@ pub(super) async fn build_indexes(
         builders: &builders,
         monitor,
         plan,
-        throttle,
         pacer: &pace,
         lock,
     };
     pool.build(&together, &mut watcher, applier).await?;
+    // The others one at a time, on the first session: a pool of one.
+    let one = Pool {
+        builders: &builders[..1],
+        lock: shadow_lock(readable.is_some()),
+        ..pool
+    };
+    one.build(&alone, &mut watcher, applier).await?;
     let client = builders[0].client();
-    for index in alone {
-        let admitted = pace.admit().await;
-        let _paused = pause().await;
-        let sql = on_shadow_at(plan, &index.sql, admitted, shadow_lock(readable.is_some()));
-        let result = watcher.run(&builders[0], &index.source_name, &sql).await;
-        session::settle(
-            client,
-            &format!("building index {} on the shadow", index.source_name),
-            result,
-        )
-        .await?;
-    }
     for constraint in &plan.constraints {
         let exists = client
             .query_one(

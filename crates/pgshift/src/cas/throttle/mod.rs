@@ -229,6 +229,11 @@ impl Pacer {
         self.throttle.admit(self.worker).await
     }
 
+    /// The pace in force now, without waiting ([`Throttle::state`]).
+    pub fn pace(&self) -> Pace {
+        self.throttle.state().0
+    }
+
     /// [`Throttle::admit_unless`] for this worker.
     pub async fn admit_unless(&self, nothing_left: impl Fn() -> bool) -> Option<Pace> {
         self.throttle.admit_unless(self.worker, nothing_left).await
