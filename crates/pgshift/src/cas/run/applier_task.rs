@@ -1,11 +1,11 @@
 //! The background applier of a live run: a task that keeps the shadow in step with
 //! the change log while the copy, the index builds and verification go on, pausable
 //! for each index build and for the swap.
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::{Mutex, Notify};
+use tokio::sync::{watch, Mutex, Notify};
 use tokio_postgres::Client;
 
 use crate::cas::applier::{self, Applier};
@@ -55,8 +55,9 @@ pub(super) struct ApplierTask {
     /// applier that cannot keep up.
     pub(super) held_for_build: Arc<AtomicBool>,
     pub(super) backlog_max: Arc<AtomicI64>,
-    /// Passes of the task's loop so far (each ends with a statement on its session).
-    passes: Arc<AtomicU64>,
+    /// Passes of the task's loop so far (each ends with a statement on its session);
+    /// closed when the task ends.
+    passes: watch::Receiver<u64>,
     pub(super) handle: tokio::task::JoinHandle<Result<(), CasError>>,
 }
 
@@ -71,8 +72,7 @@ impl ApplierTask {
         let backlog_max = Arc::new(AtomicI64::new(0));
         let (stop_flag, gate_lock, max) = (stop.clone(), gate.clone(), backlog_max.clone());
         let woken = wake.clone();
-        let passes = Arc::new(AtomicU64::new(0));
-        let passed = passes.clone();
+        let (passed, passes) = watch::channel(0_u64);
         let handle = tokio::spawn(async move {
             let mut applier = Applier::new(statements);
             let client = session.client();
@@ -93,7 +93,7 @@ impl ApplierTask {
                     if waits % 5 == 1 {
                         note_backlog(&applier, client, &max).await?;
                     }
-                    passed.fetch_add(1, Ordering::Release);
+                    passed.send_modify(|n| *n += 1);
                     rest(&woken, KEY_WAIT).await;
                     continue;
                 }
@@ -109,7 +109,7 @@ impl ApplierTask {
                     let _open = gate_lock.lock().await;
                     applier.step(client, &state.ledger, limit).await?
                 };
-                passed.fetch_add(1, Ordering::Release);
+                passed.send_modify(|n| *n += 1);
                 ticks = ticks.wrapping_add(1);
                 if ticks % 50 == 0 {
                     note_backlog(&applier, client, &max).await?;
@@ -154,14 +154,15 @@ impl ApplierTask {
     /// swap would still be right without it (its drain applies what is left under
     /// the lock), but a run whose applier died stops there, resumable.
     pub(super) async fn check_after_a_pass(&self) -> Result<(), CasError> {
-        let seen = self.passes.load(Ordering::Acquire);
+        let mut passes = self.passes.clone();
+        passes.mark_unchanged();
         self.wake.notify_one();
-        let started = Instant::now();
-        while self.passes.load(Ordering::Acquire) == seen
-            && !self.handle.is_finished()
-            && started.elapsed() < PASS_WAIT
-        {
-            tokio::time::sleep(Duration::from_millis(2)).await;
+        // A pass, the task's end (the channel closes) or the bound, whichever first.
+        if let Ok(Err(_closed)) = tokio::time::timeout(PASS_WAIT, passes.changed()).await {
+            // The task has returned; its end is recorded a moment after.
+            while !self.handle.is_finished() {
+                tokio::task::yield_now().await;
+            }
         }
         self.check()
     }
