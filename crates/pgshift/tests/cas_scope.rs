@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use common::cas::*;
 use common::*;
-use pgshift::cas::{CasError, Mode, Silent};
+use pgshift::cas::{CasError, Mode, Phase, Silent};
 use pgshift::refusal::RefusalCause;
 
 const ROLES: &[&str] = &["scope_reader", "scope_writer", "scope_owner"];
@@ -631,15 +631,12 @@ async fn composite_keys_of_every_type_are_copied_applied_and_verified() {
     let statements = ["ALTER TABLE ledger ALTER COLUMN v TYPE bigint"];
     let expected = identity(&db, "ledger");
     let writer = Writer::start(&db, LEDGER_WRITE, Duration::from_millis(1)).await;
-    let report = run(
-        &db,
-        "ledger",
-        statements[0],
-        options(Mode::Live),
-        &mut Silent,
-    )
-    .await
-    .expect("the run completes");
+    // Writes of every kind while the run is live, however fast it goes: the first
+    // phase after the copy waits for 40 of them (each kind ten times).
+    let mut hook = Hook::new(Phase::Indexing, writer.waiter(40, Duration::from_secs(60)));
+    let report = run(&db, "ledger", statements[0], options(Mode::Live), &mut hook)
+        .await
+        .expect("the run completes");
     let writes = writer.stop().await;
     assert_eq!(report.phase, "done");
     assert_eq!(writes.failed, 0, "{writes:?}");

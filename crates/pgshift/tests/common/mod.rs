@@ -208,6 +208,25 @@ impl Writer {
         self.committed.load(Ordering::Relaxed)
     }
 
+    /// Blocks the calling thread (not the writer's runtime) until `more` inserts
+    /// have committed from now on; panics after `limit`. For a synchronous progress
+    /// hook, so that a run's phase is sure to see writes however fast it goes.
+    pub fn waiter(&self, more: u64, limit: Duration) -> impl FnOnce() + Send + 'static {
+        let committed = self.committed.clone();
+        move || {
+            let from = committed.load(Ordering::Relaxed);
+            let started = Instant::now();
+            while committed.load(Ordering::Relaxed) < from + more {
+                assert!(
+                    started.elapsed() < limit,
+                    "the writer committed {} of {more} writes in {limit:?}",
+                    committed.load(Ordering::Relaxed) - from
+                );
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+    }
+
     /// Stops and returns what it saw.
     pub async fn stop(self) -> WriterStats {
         self.stop.store(true, Ordering::Relaxed);
