@@ -295,3 +295,36 @@ async fn a_build_that_fails_beside_another_cancels_it_and_is_the_runs_error() {
         "builds in progress, busy index sessions"
     );
 }
+
+/// A table that verifies after its builds (a foreign key), whose GIN index comes last
+/// in the catalog's order, after a btree and a BRIN index.
+const KINDS_OF_BUILD: &str = "
+CREATE TABLE kinds (id int PRIMARY KEY);
+INSERT INTO kinds SELECT g FROM generate_series(0, 9) g;
+CREATE TABLE items (id bigint PRIMARY KEY, qty int NOT NULL REFERENCES kinds, tags int[] NOT NULL);
+INSERT INTO items SELECT g, g % 10, ARRAY[g % 7, g % 11] FROM generate_series(1, 2000) g;
+CREATE INDEX items_qty_idx ON items (qty);
+CREATE INDEX items_id_brin ON items USING brin (id);
+CREATE INDEX items_tags_idx ON items USING gin (tags);
+ANALYZE items;
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pool_starts_the_gin_build_first_and_the_brin_build_last() {
+    let db = database("cas_index_order", KINDS_OF_BUILD);
+    let before = index_definitions(&db).await;
+    let (report, builds) =
+        run_recorded(&db, "ALTER TABLE items ALTER COLUMN qty TYPE bigint").await;
+    assert!(!report.verified_beside_builds, "{report:?}");
+    let started: Vec<&str> = builds.started().iter().map(|b| b.index.as_str()).collect();
+    assert_eq!(
+        started,
+        [
+            "primary key",
+            "items_tags_idx",
+            "items_qty_idx",
+            "items_id_brin"
+        ]
+    );
+    assert_eq!(index_definitions(&db).await, before);
+}

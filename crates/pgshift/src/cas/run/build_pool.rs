@@ -18,6 +18,7 @@
 //! skips it.
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
+use pgshift_sql::NodeEnum;
 use std::collections::BTreeMap;
 
 use tokio_postgres::Client;
@@ -34,6 +35,34 @@ use crate::cas::throttle::{Pace, Pacer};
 /// of the table (not of one partition, not backing a constraint).
 pub(super) fn pooled(index: &ShadowIndex) -> bool {
     !index.constraint && index.partition.is_none() && index.sql.starts_with("CREATE ")
+}
+
+/// How long a build of `index` is expected to take beside the others, coarsely: 0 for
+/// the kinds that cost the most per row (GIN, GiST, SP-GiST: several entries per row or
+/// a tree built by insertion, and before PostgreSQL 18 no parallel workers), 2 for
+/// BRIN (a summary per range of pages), 1 for the rest (btree, hash). The access
+/// method is read from the statement by the server's grammar; a statement it cannot
+/// read ranks with the btrees.
+fn cost_rank(index: &ShadowIndex) -> u8 {
+    let method = pgshift_sql::parse(&index.sql).ok().and_then(|statements| {
+        match statements.first().map(|s| &s.node) {
+            Some(NodeEnum::IndexStmt(stmt)) => Some(stmt.access_method.to_ascii_lowercase()),
+            _ => None,
+        }
+    });
+    match method.as_deref() {
+        Some("gin" | "gist" | "spgist") => 0,
+        Some("brin") => 2,
+        _ => 1,
+    }
+}
+
+/// The pool's builds in the order it starts them: the costliest kinds first (stable
+/// within a kind), so that what runs alone at the end of the pool, with a core idle
+/// beside it, is a short build rather than a GIN's.
+pub(super) fn costliest_first(mut todo: Vec<&ShadowIndex>) -> Vec<&ShadowIndex> {
+    todo.sort_by_key(|index| cost_rank(index));
+    todo
 }
 
 /// Whether a build may start beside running ones under the throttle's decision in
@@ -168,6 +197,41 @@ impl Pool<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn index(name: &str, sql: &str) -> ShadowIndex {
+        ShadowIndex {
+            source_name: name.to_owned(),
+            temp_name: name.to_owned(),
+            sql: sql.to_owned(),
+            constraint: false,
+            replica_identity: false,
+            partition: None,
+            partition_names: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_pool_starts_the_costliest_kinds_of_build_first() {
+        let indexes = [
+            index("a", "CREATE INDEX a ON s.t USING btree (id)"),
+            index("b", "CREATE INDEX b ON s.t USING brin (at)"),
+            index("c", "CREATE INDEX c ON s.t USING gin (tags)"),
+            index(
+                "d",
+                "CREATE UNIQUE INDEX d ON s.t USING btree (k) INCLUDE (v)",
+            ),
+            index("e", "CREATE INDEX e ON s.t USING gist (box)"),
+            index("f", "CREATE INDEX f ON s.t (plain)"),
+            index("g", "CREATE INDEX g ON s.t USING hash (h)"),
+            index("h", "not an index statement"),
+            index("i", "CREATE INDEX i ON s.t USING spgist (p)"),
+        ];
+        let order: Vec<&str> = costliest_first(indexes.iter().collect())
+            .into_iter()
+            .map(|i| i.source_name.as_str())
+            .collect();
+        assert_eq!(order, ["c", "e", "i", "a", "d", "f", "g", "h", "b"]);
+    }
 
     #[test]
     fn inv_oc_5_a_build_starts_beside_another_only_while_the_pace_is_open() {

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use tokio_postgres::Client;
 
 use super::applier_task::ApplierTask;
-use super::build_pool::{pooled, Pool};
+use super::build_pool::{costliest_first, pooled, Pool};
 use super::CasProgress;
 use crate::cas::copier::CopyState;
 use crate::cas::error::CasError;
@@ -224,6 +224,7 @@ pub(super) async fn build_indexes(
         }
     }
     let (together, alone): (Vec<_>, Vec<_>) = todo.into_iter().partition(|i| pooled(i));
+    let together = costliest_first(together);
     // Several at once unless verification runs beside them: it takes the cores a
     // single build leaves idle (`beside.rs`).
     let at_once = if readable.is_some() {
