@@ -82,7 +82,8 @@ impl Psql {
     /// what it printed: one line per result row, cells separated by `|`.
     ///
     /// A script that fails gives [`Error::Psql`] with the line psql names;
-    /// one that runs too long has psql killed and gives [`Error::Timeout`].
+    /// one that runs too long has psql killed (and the server ends its statement
+    /// within about a second) and gives [`Error::Timeout`].
     pub async fn run(&self, name: &'static str, script: &str, timeout: Duration) -> Result<String> {
         let mut output = String::new();
         self.run_lines(name, script, &[], timeout, &mut |line| {
@@ -109,6 +110,11 @@ impl Psql {
                 Some(value) => command.env(variable, value),
                 None => command.env_remove(variable),
             };
+        }
+        if cfg!(target_os = "linux") {
+            // Elsewhere the server may not support the check, and would refuse the
+            // connection over the setting.
+            command.env("PGOPTIONS", self.options());
         }
         command.args(["-X", "-q", "-A", "-t", "-F", "|", "-v", "ON_ERROR_STOP=1"]);
         for (variable, value) in vars {
@@ -180,6 +186,23 @@ impl Psql {
             status,
             &String::from_utf8_lossy(&stderr_text),
         ))
+    }
+
+    /// psql's `PGOPTIONS`: the one it would get, with the server told to check every
+    /// second that psql is still connected (`client_connection_check_interval`,
+    /// PostgreSQL 14 and later), so that a psql killed at a timeout ends its
+    /// statement on the server too, instead of leaving it to run to its end.
+    fn options(&self) -> OsString {
+        let given = match self.env.iter().rev().find(|(name, _)| name == "PGOPTIONS") {
+            Some((_, value)) => value.clone(),
+            None => std::env::var_os("PGOPTIONS"),
+        };
+        let mut options = given.unwrap_or_default();
+        if !options.is_empty() {
+            options.push(" ");
+        }
+        options.push("-c client_connection_check_interval=1000");
+        options
     }
 
     fn io_error(&self, action: &'static str, source: io::Error) -> Error {

@@ -217,6 +217,55 @@ async fn a_missing_psql_or_database_is_a_typed_error() {
     );
 }
 
+/// A statement psql was running when it timed out does not run on: the server
+/// ends it within about a second of psql's death, where a `pg_sleep(600)` would
+/// otherwise hold its session for ten minutes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timeout_ends_psqls_statement_on_the_server() {
+    let (cluster, db, client) = database("bench_timeout_statement").await;
+    let psql = Psql::of_cluster(cluster, &db);
+    let err = psql
+        .run(
+            "sleep.sql",
+            "SELECT pg_sleep(600);\n",
+            Duration::from_secs(2),
+        )
+        .await
+        .expect_err("sleeps past its bound");
+    assert!(matches!(&err, Error::Timeout { .. }), "{err:?}");
+    until_no_other_session(
+        &client,
+        "query LIKE 'SELECT pg_sleep(600)%'",
+        Duration::from_secs(20),
+        "psql's pg_sleep still runs on the server 20 s after psql was killed",
+    )
+    .await;
+}
+
+/// Waits until no other session of the database matches `condition` (on
+/// `pg_stat_activity`), failing with `stuck` after `limit`.
+async fn until_no_other_session(client: &Client, condition: &str, limit: Duration, stuck: &str) {
+    let deadline = Instant::now() + limit;
+    loop {
+        let others: i64 = client
+            .query_one(
+                &format!(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+                     AND pid <> pg_backend_pid() AND {condition}"
+                ),
+                &[],
+            )
+            .await
+            .expect("sessions")
+            .get(0);
+        if others == 0 {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{stuck}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// A script that outlasts its bound stops with a timeout, and psql is killed:
 /// once the statement it was waiting on can go on, the rest of the script
 /// never runs. (The script prints nothing, so a psql left alive would not die
@@ -254,23 +303,13 @@ async fn a_timeout_kills_psql() {
 
     holder.rollback().await.expect("ROLLBACK");
     // psql's session ends once its LOCK, let through, finds psql gone.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let others: i64 = client
-            .query_one(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
-                 AND backend_type = 'client backend' AND pid <> pg_backend_pid()",
-                &[],
-            )
-            .await
-            .expect("sessions")
-            .get(0);
-        if others == 0 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "psql's session is still there");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    until_no_other_session(
+        &client,
+        "backend_type = 'client backend'",
+        Duration::from_secs(30),
+        "psql's session is still there",
+    )
+    .await;
     let after: Option<String> = client
         .query_one("SELECT to_regclass('after_gate')::text", &[])
         .await
