@@ -61,7 +61,7 @@ fn cost_rank(index: &ShadowIndex) -> u8 {
 /// within a kind), so that what runs alone at the end of the pool, with a core idle
 /// beside it, is a short build rather than a GIN's.
 pub(super) fn costliest_first(mut todo: Vec<&ShadowIndex>) -> Vec<&ShadowIndex> {
-    todo.sort_by_key(|index| cost_rank(index));
+    todo.sort_by_cached_key(|index| cost_rank(index));
     todo
 }
 
