@@ -157,12 +157,14 @@ impl ApplierTask {
         let mut passes = self.passes.clone();
         passes.mark_unchanged();
         self.wake.notify_one();
-        // A pass, the task's end (the channel closes) or the bound, whichever first.
-        if let Ok(Err(_closed)) = tokio::time::timeout(PASS_WAIT, passes.changed()).await {
-            // The task has returned; its end is recorded a moment after.
-            while !self.handle.is_finished() {
-                tokio::task::yield_now().await;
-            }
+        // A pass, the task's end (the channel closes: the task has returned) or the
+        // bound, whichever first.
+        let ended = matches!(
+            tokio::time::timeout(PASS_WAIT, passes.changed()).await,
+            Ok(Err(_))
+        );
+        if ended && !self.stop.load(Ordering::Relaxed) {
+            return Err(CasError::ApplierStopped);
         }
         self.check()
     }

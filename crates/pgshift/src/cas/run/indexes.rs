@@ -52,9 +52,10 @@ pub(super) fn verifies_beside_builds(plan: &RunPlan) -> bool {
             .all(|i| !i.constraint && i.sql.starts_with("CREATE "))
 }
 
-/// The shadow's lock for work beside verification or not (INV: CO-11).
-fn shadow_lock(beside: bool) -> ShadowLock {
-    if beside {
+/// The shadow's lock for a build: SHARE where other work goes on beside it
+/// (verification's reads, or other builds), ACCESS EXCLUSIVE otherwise (INV: CO-11).
+fn shadow_lock(shared: bool) -> ShadowLock {
+    if shared {
         ShadowLock::Share
     } else {
         ShadowLock::Exclusive
@@ -237,11 +238,7 @@ pub(super) async fn build_indexes(
     }
     // INV: CO-11 — beside verification, only what lets its reads go on; builds at
     // once share the shadow in SHARE mode.
-    let lock = if readable.is_some() || at_once > 1 {
-        ShadowLock::Share
-    } else {
-        ShadowLock::Exclusive
-    };
+    let lock = shadow_lock(readable.is_some() || at_once > 1);
     let pool = Pool {
         builders: &builders,
         monitor,
