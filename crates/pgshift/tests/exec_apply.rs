@@ -15,6 +15,16 @@ use pgshift::refusal::RefusalCause;
 async fn a_partitioned_table_gets_a_valid_index_while_writes_continue() {
     let db = database("partidx", SCHEMA);
     let writer = Writer::start(&db, EVENTS_WRITER, Duration::from_millis(1)).await;
+    // A writer already at work: its first write (a new session's first plan) once took
+    // longer than the whole apply, which then saw no write during it.
+    let warm = std::time::Instant::now();
+    while writer.committed() < 5 {
+        assert!(
+            warm.elapsed() < Duration::from_secs(30),
+            "the writer never wrote"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     let before = writer.committed();
     let verdict = apply_sql(
         &db,
