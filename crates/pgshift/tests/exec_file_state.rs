@@ -174,3 +174,99 @@ async fn inv_tx_2_new_and_empty_tables_run_as_written_as_their_runner_runs_them(
         "{refused:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_using_expression_resolves_with_the_users_search_path_in_the_copy() {
+    // The function's body names the enum without a schema: PostgreSQL resolves it
+    // with the session's search_path when the copy calls it (it was "type \"mood\"
+    // does not exist" under pgshift's pinned one).
+    let db = migrate_like_native(
+        "using_path",
+        &format!(
+            "{POPULATED}
+CREATE TYPE mood AS ENUM ('sad', 'happy');
+CREATE FUNCTION to_mood(n int) RETURNS mood LANGUAGE sql IMMUTABLE
+  AS $$ SELECT CASE WHEN n % 2 = 0 THEN 'happy'::mood ELSE 'sad'::mood END $$;"
+        ),
+        &["ALTER TABLE t ALTER COLUMN c TYPE mood USING to_mood(c);"],
+        true,
+    )
+    .await;
+    let rows = cluster()
+        .psql(
+            &db,
+            "SELECT count(*) FILTER (WHERE c = 'happy') || '/' || count(*) FROM t",
+        )
+        .expect("rows");
+    assert_eq!(rows.trim(), "1500/3000");
+    let runs = cluster()
+        .psql(&db, "SELECT count(*) FROM pgshift.runs")
+        .expect("runs");
+    assert_eq!(runs.trim(), "1", "it ran through copy-and-swap");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copy_and_swap_keeps_the_owners_own_acl_entry() {
+    // The owner gave up TRUNCATE and REFERENCES on its own table: the ACL's owner
+    // entry is not the default, and the swapped-in table must keep it (it was reset
+    // to the default, with every privilege back).
+    let db = migrate_like_native(
+        "owner_acl",
+        &format!(
+            "{POPULATED}
+DO $$ BEGIN CREATE ROLE pgshift_acl_reader; EXCEPTION WHEN duplicate_object THEN NULL; END $$;
+GRANT SELECT ON t TO pgshift_acl_reader WITH GRANT OPTION;
+REVOKE TRUNCATE, REFERENCES ON t FROM CURRENT_USER;"
+        ),
+        &["ALTER TABLE t ALTER COLUMN c TYPE bigint USING c + 1;"],
+        true,
+    )
+    .await;
+    let acl = cluster()
+        .psql(
+            &db,
+            "SELECT a.privilege_type FROM pg_class c, aclexplode(c.relacl) a
+              WHERE c.oid = 't'::regclass AND a.grantee = c.relowner ORDER BY 1",
+        )
+        .expect("acl");
+    assert!(!acl.contains("TRUNCATE") && acl.contains("SELECT"), "{acl}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copy_and_swap_refuses_a_table_whose_row_type_is_used_elsewhere() {
+    // A row type follows its table's OID: after a swap the function would return the
+    // old table's rows and the old table could not be dropped (it was exit 0, with the
+    // old table left behind). Natively the type is changed in place.
+    let db = database(
+        "row_type",
+        &format!("{POPULATED}\nCREATE FUNCTION all_t() RETURNS SETOF t LANGUAGE sql AS 'SELECT * FROM t';"),
+    );
+    let dir = temp_dir("row_type");
+    std::fs::write(
+        dir.join("0001_step.sql"),
+        "ALTER TABLE t ALTER COLUMN c TYPE bigint;",
+    )
+    .expect("write");
+    let options = migrate_options_with_cas(&db);
+    let verdict = run_migrate(&db, &dir, &options).await.expect("runs");
+    assert_eq!(verdict.outcome, MigrateOutcome::Refused, "{verdict:#?}");
+    let refusal = &verdict.files[0]
+        .schedule
+        .as_ref()
+        .expect("planned")
+        .refusals[0]
+        .refusal;
+    assert_eq!(
+        refusal.cause,
+        pgshift::refusal::RefusalCause::RewriteUnsupported,
+        "{refusal:?}"
+    );
+    assert!(
+        refusal.message.contains("row type") && refusal.message.contains("all_t()"),
+        "{refusal:?}"
+    );
+    let result = cluster()
+        .psql(&db, "SELECT pg_get_function_result('all_t'::regproc) || ' ' || format_type(atttypid, NULL) FROM pg_attribute WHERE attrelid = 't'::regclass AND attname = 'c'")
+        .expect("read");
+    assert_eq!(result.trim(), "SETOF t integer", "nothing changed");
+}
