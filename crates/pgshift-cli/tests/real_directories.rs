@@ -20,6 +20,10 @@
 //! copy-and-swap run left behind count as a stop; their documented `DROP` statements
 //! are run before the comparison.
 //!
+//! The directories `migrate` reads are also migrated from halfway: their first half
+//! run natively (for sqlx, its history written as sqlx writes it), adopted with
+//! `migrate --baseline`, then migrated on, with the same stops and schema.
+//!
 //! And one online rewrite per project (procrastinate's own `job_id` retype; on atuin
 //! and apalis, whose directories have none that copy-and-swap can take, an `int` →
 //! `bigint` of our own) on 50,000 seeded rows under 4 writers, with an
@@ -36,8 +40,8 @@ mod load;
 use std::fs;
 
 use harness::{
-    check, cluster, corpora, display_name, dump, entry, forward_files, left_behind, manifest,
-    prepare, run_natively, scratch, twin_databases, Prepared,
+    check, check_halfway, cluster, corpora, display_name, dump, entry, forward_files, left_behind,
+    manifest, prepare, run_natively, scratch, twin_databases, Prepared,
 };
 use load::{rewrite_under_load, Rewrite, Scenario};
 
@@ -74,6 +78,32 @@ fn procrastinate() {
 #[test]
 fn graphile_worker() {
     check("graphile-worker");
+}
+
+/// The directories `migrate` reads, on a database their runner migrated halfway.
+#[test]
+fn atuin_server_postgres_halfway() {
+    check_halfway("atuin-server-postgres");
+}
+
+#[test]
+fn apalis_postgres_halfway() {
+    check_halfway("apalis-postgres");
+}
+
+#[test]
+fn underway_halfway() {
+    check_halfway("underway");
+}
+
+#[test]
+fn sqlxmq_halfway() {
+    check_halfway("sqlxmq");
+}
+
+#[test]
+fn graphile_worker_halfway() {
+    check_halfway("graphile-worker");
 }
 
 /// Every directory of the manifest has its test above.

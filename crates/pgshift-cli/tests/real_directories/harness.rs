@@ -39,6 +39,8 @@ pub(crate) struct Entry {
     pub(crate) substitute: Vec<(String, String)>,
     pub(crate) history: Vec<String>,
     #[serde(default)]
+    pub(crate) history_import: Option<String>,
+    #[serde(default)]
     pub(crate) native_fails: Option<NativeFailure>,
     pub(crate) expect: Vec<Expected>,
 }
@@ -610,8 +612,24 @@ pub(crate) fn check(name: &str) {
     });
 
     let outcome = run_pgshift(entry, &migrated, &copy, &prelude, &files);
-    let expected: Vec<Stop> = entry
-        .expect
+    let expected: Vec<&Expected> = entry.expect.iter().collect();
+    finish(entry, &expected, &outcome, &native, &migrated, &work);
+    let _ = fs::remove_dir_all(&work);
+}
+
+/// Checks what pgshift's run did against the `expected` stops, runs the documented
+/// `DROP`s of what it left behind, and compares the schemas.
+fn finish(
+    entry: &Entry,
+    expected: &[&Expected],
+    outcome: &Outcome,
+    native: &str,
+    migrated: &str,
+    work: &Path,
+) {
+    let name = &entry.name;
+    let notes: Vec<&str> = expected.iter().map(|e| e.note.as_str()).collect();
+    let expected: Vec<Stop> = expected
         .iter()
         .map(|e| Stop {
             file: e.file.clone(),
@@ -619,7 +637,6 @@ pub(crate) fn check(name: &str) {
             cause: e.cause.clone(),
         })
         .collect();
-    let notes: Vec<&str> = entry.expect.iter().map(|e| e.note.as_str()).collect();
     assert_eq!(
         outcome.stops,
         expected,
@@ -635,17 +652,129 @@ pub(crate) fn check(name: &str) {
     );
     for drop in &outcome.drops {
         cluster()
-            .psql(&migrated, drop)
+            .psql(migrated, drop)
             .unwrap_or_else(|err| panic!("{name}: the documented `{drop}` fails: {err}"));
     }
-    let (a, b) = (
-        dump(&native, &entry.history),
-        dump(&migrated, &entry.history),
-    );
+    let (a, b) = (dump(native, &entry.history), dump(migrated, &entry.history));
     assert!(
         a == b,
         "{name}: the schema pgshift left differs from the native run's:\n{}",
-        unified_diff(&work, &a, &b)
+        unified_diff(work, &a, &b)
     );
+}
+
+/// The version of a file as its name starts (`20210425153745_…` → `20210425153745`).
+fn leading_version(path: &Path, layout: Layout) -> String {
+    display_name(path, layout)
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect()
+}
+
+/// Records `files` in `public._sqlx_migrations` as sqlx does: its table, and per file
+/// the version, the description (the name's words), success and the SHA-384 of the
+/// file's bytes.
+fn record_as_sqlx(db: &str, entry: &Entry, files: &[PathBuf], work: &Path) {
+    cluster()
+        .psql(
+            db,
+            "CREATE TABLE IF NOT EXISTS public._sqlx_migrations (version bigint PRIMARY KEY, \
+             description text NOT NULL, installed_on timestamptz NOT NULL DEFAULT now(), \
+             success boolean NOT NULL, checksum bytea NOT NULL, execution_time bigint NOT NULL)",
+        )
+        .expect("sqlx's history table");
+    let insert = work.join("sqlx-insert.sql");
+    fs::write(
+        &insert,
+        "INSERT INTO public._sqlx_migrations \
+           (version, description, success, checksum, execution_time) \
+         VALUES (:'version'::bigint, :'description', true, \
+                 sha384(convert_to(:'content', 'UTF8')), 0);\n",
+    )
+    .expect("insert written");
+    for file in files {
+        let name = display_name(file, entry.layout);
+        let version = leading_version(file, entry.layout);
+        let description = name[version.len()..]
+            .trim_start_matches('_')
+            .trim_end_matches(".sql")
+            .trim_end_matches(".up")
+            .replace('_', " ");
+        let content = fs::read_to_string(file).expect("file readable");
+        let vars = [
+            format!("version={version}"),
+            format!("description={description}"),
+            format!("content={content}"),
+        ];
+        let mut args: Vec<&std::ffi::OsStr> = Vec::new();
+        for var in &vars {
+            args.extend([std::ffi::OsStr::new("-v"), std::ffi::OsStr::new(var)]);
+        }
+        args.extend(["-f".as_ref(), insert.as_os_str()]);
+        psql(db, &args).unwrap_or_else(|err| panic!("{name} recorded as sqlx's: {err}"));
+    }
+}
+
+/// A database the directory's runner migrated halfway (its first half natively, and
+/// for sqlx its history as sqlx writes it), adopted with `--baseline` and migrated
+/// on: the stops of the second half are the manifest's, and the schema is a native
+/// run's. For sqlx's history, `migrate --dry-run` before the baseline still plans
+/// every file, the applied ones too (F12; exit 2 where a later file is refused):
+/// checked, so that the day it is recognised shows here.
+pub(crate) fn check_halfway(name: &str) {
+    let entry = entry(name);
+    assert!(
+        entry
+            .expect
+            .iter()
+            .all(|e| e.kind != "error" && e.kind != "not-read"),
+        "{name}: migrate does not read this directory"
+    );
+    let Prepared {
+        work,
+        copy,
+        prelude,
+        files,
+    } = prepare(entry, &format!("{name}-halfway"));
+    let major = cluster().version().major;
+    if entry
+        .native_fails
+        .as_ref()
+        .is_some_and(|f| major >= f.from_major)
+    {
+        // No runner runs this directory here (checked by the whole-directory test).
+        let _ = fs::remove_dir_all(&work);
+        return;
+    }
+    let half = files.len() / 2;
+    let (native, migrated) = twin_databases(entry, "whole", "halfway");
+    run_natively(entry, &native, &prelude, &files).expect("the native run");
+    run_natively(entry, &migrated, &prelude, &files[..half]).expect("the first half");
+    let dir = copy.to_string_lossy().into_owned();
+    let baseline = if entry.history_import.as_deref() == Some("sqlx") {
+        record_as_sqlx(&migrated, entry, &files[..half], &work);
+        let (code, json) = pgshift_json(&migrated, &["migrate", "--dry-run", &dir]);
+        let planned = json["verdict"]["files"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|f| f["status"] == "planned")
+            .count();
+        assert!(
+            (code == 0 || code == 2) && planned == files.len(),
+            "{name}: F12 (sqlx's history not recognised) changed: a dry run of a database \
+             sqlx migrated halfway now says (exit {code}): {json:#}; update this check and \
+             README"
+        );
+        "sqlx".to_owned()
+    } else {
+        leading_version(&files[half - 1], entry.layout)
+    };
+    let (code, json) = pgshift_json(&migrated, &["migrate", "--baseline", &baseline, &dir]);
+    assert_eq!(code, 0, "{name}: --baseline {baseline}: {json:#}");
+    let outcome = run_pgshift(entry, &migrated, &copy, &prelude, &files);
+    let boundary = display_name(&files[half - 1], entry.layout);
+    let expected: Vec<&Expected> = entry.expect.iter().filter(|e| e.file > boundary).collect();
+    finish(entry, &expected, &outcome, &native, &migrated, &work);
     let _ = fs::remove_dir_all(&work);
 }
