@@ -66,6 +66,11 @@ fn sqlxmq() {
 }
 
 #[test]
+fn cala_ledger() {
+    check("cala-ledger");
+}
+
+#[test]
 fn fang() {
     check("fang");
 }
@@ -102,6 +107,11 @@ fn sqlxmq_halfway() {
 }
 
 #[test]
+fn cala_ledger_halfway() {
+    check_halfway("cala-ledger");
+}
+
+#[test]
 fn graphile_worker_halfway() {
     check_halfway("graphile-worker");
 }
@@ -119,6 +129,7 @@ fn every_directory_of_the_manifest_is_checked() {
         "apalis-postgres",
         "underway",
         "sqlxmq",
+        "cala-ledger",
         "fang",
         "procrastinate",
         "graphile-worker",
