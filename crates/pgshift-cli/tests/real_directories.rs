@@ -71,6 +71,16 @@ fn cala_ledger() {
 }
 
 #[test]
+fn riverqueue_migrate() {
+    check("riverqueue-migrate");
+}
+
+#[test]
+fn hammerwork() {
+    check("hammerwork");
+}
+
+#[test]
 fn fang() {
     check("fang");
 }
@@ -112,6 +122,11 @@ fn cala_ledger_halfway() {
 }
 
 #[test]
+fn riverqueue_migrate_halfway() {
+    check_halfway("riverqueue-migrate");
+}
+
+#[test]
 fn graphile_worker_halfway() {
     check_halfway("graphile-worker");
 }
@@ -130,6 +145,8 @@ fn every_directory_of_the_manifest_is_checked() {
         "underway",
         "sqlxmq",
         "cala-ledger",
+        "riverqueue-migrate",
+        "hammerwork",
         "fang",
         "procrastinate",
         "graphile-worker",
@@ -145,7 +162,7 @@ fn a_file_left_out_is_a_difference() {
     let dir = corpora()
         .get("atuin-server-postgres")
         .expect("atuin-server-postgres fetched");
-    let files = forward_files(dir, entry.layout);
+    let files = forward_files(entry, dir);
     let prelude = scratch("atuin-left-out").join("prelude.sql");
     fs::write(&prelude, "").expect("prelude written");
     let whole = cluster().fresh_database("atuin_whole").expect("database");

@@ -37,6 +37,8 @@ pub(crate) struct Entry {
     pub(crate) prelude: String,
     #[serde(default)]
     pub(crate) substitute: Vec<(String, String)>,
+    #[serde(default)]
+    pub(crate) only: Option<String>,
     pub(crate) history: Vec<String>,
     #[serde(default)]
     pub(crate) history_import: Option<String>,
@@ -163,9 +165,13 @@ pub(crate) fn copy_tree(from: &Path, to: &Path, substitute: &[(String, String)])
     }
 }
 
-/// The forward migrations of `dir` in the runner's order (the byte order of their
-/// names, which the manifest says is the runner's order).
-pub(crate) fn forward_files(dir: &Path, layout: Layout) -> Vec<PathBuf> {
+/// The forward migrations of `entry`'s directory `dir` in the runner's order (the
+/// byte order of their names, which the manifest says is the runner's order): for
+/// `sql`, every `.sql` file but `.down.sql` ones, and only those ending in `only`
+/// where the runner picks one dialect's files.
+pub(crate) fn forward_files(entry: &Entry, dir: &Path) -> Vec<PathBuf> {
+    let only = entry.only.as_deref().unwrap_or(".sql");
+    let layout = entry.layout;
     let mut files: Vec<PathBuf> = fs::read_dir(dir)
         .expect("directory readable")
         .filter_map(|item| item.ok())
@@ -173,7 +179,7 @@ pub(crate) fn forward_files(dir: &Path, layout: Layout) -> Vec<PathBuf> {
             let name = item.file_name().to_string_lossy().into_owned();
             match layout {
                 Layout::Sql => {
-                    (name.ends_with(".sql") && !name.ends_with(".down.sql")).then(|| item.path())
+                    (name.ends_with(only) && !name.ends_with(".down.sql")).then(|| item.path())
                 }
                 Layout::Diesel => {
                     let up = item.path().join("up.sql");
@@ -550,7 +556,7 @@ pub(crate) fn prepare(entry: &Entry, label: &str) -> Prepared {
     let work = scratch(label);
     let copy = work.join(fetched.file_name().expect("directory name"));
     copy_tree(fetched, &copy, &entry.substitute);
-    let files = forward_files(&copy, entry.layout);
+    let files = forward_files(entry, &copy);
     let prelude = work.join("prelude.sql");
     fs::write(&prelude, &entry.prelude).expect("prelude written");
     Prepared {
