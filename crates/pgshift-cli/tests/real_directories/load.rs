@@ -42,10 +42,8 @@ pub(crate) struct Scenario {
     pub(crate) update: &'static str,
     /// The key and payload (both bigint) of the rows whose keys are in `$1` (bigint[]).
     pub(crate) read: &'static str,
-    /// A finding by which copy-and-swap leaves the old table behind today (its
-    /// documented `DROP` fails, so the schemas cannot compare): the test checks that it
-    /// still happens.
-    pub(crate) known_left_behind: Option<&'static str>,
+    /// A finding that makes copy-and-swap refuse the rewrite before anything runs.
+    pub(crate) refused_because: Option<&'static str>,
 }
 
 /// What the scenario rewrites.
