@@ -365,6 +365,31 @@ fn alter_table_cmd(
                 .retyped_columns
                 .push((table.clone(), cmd.name.clone()));
         }
+        AlterTableType::AtAddConstraint => {
+            // The name it takes (PostgreSQL's choice when unnamed) is held from now on:
+            // a later unnamed constraint of the schema does not get it.
+            let Some(NodeEnum::Constraint(constraint)) =
+                cmd.def.as_deref().and_then(|d| d.node.as_ref())
+            else {
+                return;
+            };
+            let name = if constraint.conname.is_empty() {
+                crate::classify::unnamed_constraint_name(constraint, &table.name, Some(facts))
+            } else {
+                Some(constraint.conname.clone())
+            };
+            let Some(name) = name else {
+                return;
+            };
+            let schema = facts.name.schema.clone();
+            for relation in snapshot
+                .relations
+                .iter_mut()
+                .filter(|r| r.name.schema == schema)
+            {
+                relation.schema_constraint_names.push(name.clone());
+            }
+        }
         AlterTableType::AtDropConstraint => {
             facts.constraints.retain(|c| c.name != cmd.name);
             facts.foreign_keys_out.retain(|k| k.name != cmd.name);
@@ -374,6 +399,14 @@ fn alter_table_cmd(
                 .is_some_and(|k| k.name == cmd.name)
             {
                 facts.primary_key = None;
+            }
+            let schema = facts.name.schema.clone();
+            for relation in snapshot
+                .relations
+                .iter_mut()
+                .filter(|r| r.name.schema == schema)
+            {
+                relation.schema_constraint_names.retain(|n| *n != cmd.name);
             }
         }
         _ => {}
