@@ -445,3 +445,86 @@ fn flyway_dotted_versions_and_repeatables_apply_through_the_cli() {
         lint.stdout
     );
 }
+
+#[test]
+fn a_database_goose_migrated_is_refused_once_by_plan_and_migrate_then_adopted() {
+    let cluster = shared_cluster().expect("a PostgreSQL cluster starts");
+    let db = cluster
+        .fresh_database("layouts_goose_adopt")
+        .expect("database");
+    // As goose leaves it after its first file: its table, its version-0 row, the file's
+    // objects.
+    cluster
+        .psql(
+            &db,
+            "CREATE TABLE goose_db_version (id serial NOT NULL, version_id bigint NOT NULL, is_applied boolean NOT NULL, tstamp timestamp NULL DEFAULT now(), PRIMARY KEY (id));
+             INSERT INTO goose_db_version (version_id, is_applied) VALUES (0, true), (1, true);
+             CREATE TABLE ledgers (id bigint PRIMARY KEY, workspace text NOT NULL, updated_at timestamptz);
+             CREATE FUNCTION ledgers_touch() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN NEW.updated_at := now(); RETURN NEW; END $$;",
+        )
+        .expect("goose's state");
+    let url = cluster.connection_string(&db);
+    let dir = format!("{LAYOUTS}/goose");
+    for args in [
+        vec!["plan", "--url", &url, "--format", "json", &dir],
+        vec!["migrate", "--url", &url, "--format", "json", &dir],
+        vec![
+            "migrate",
+            "--url",
+            &url,
+            "--dry-run",
+            "--format",
+            "json",
+            &dir,
+        ],
+    ] {
+        let run = pgshift(&args);
+        assert_eq!(run.code, 2, "{args:?}: {}{}", run.stdout, run.stderr);
+        let report = json(&run.stdout);
+        assert_eq!(report["kind"], "error", "{}", run.stdout);
+        let message = report["message"].as_str().expect("message");
+        assert!(
+            message.contains("migrated by goose")
+                && message.contains("1 applied version, the newest 1")
+                && message.contains(&format!("--baseline goose {dir}")),
+            "{message}"
+        );
+    }
+    assert_eq!(
+        value(&db, "SELECT to_regclass('pgshift.migrations') IS NULL"),
+        "t",
+        "nothing was written"
+    );
+    let adopt = pgshift(&["migrate", "--url", &url, "--baseline", "goose", &dir]);
+    assert_eq!(adopt.code, 0, "{}{}", adopt.stdout, adopt.stderr);
+    let run = pgshift(&["migrate", "--url", &url, "--format", "json", &dir]);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    let files = files_of(&json(&run.stdout));
+    assert_eq!(files[0].2, "already-applied");
+    assert_eq!(files[1], row("2", "ledgers_workspace_index", "statement"));
+    assert_eq!(valid_index(&db, "ledgers_workspace"), "t");
+}
+
+#[test]
+fn lint_reads_only_the_up_section_of_dbmate_and_goose_files() {
+    for dir in ["dbmate", "goose"] {
+        let run = pgshift(&["lint", "--format", "json", &format!("{LAYOUTS}/{dir}")]);
+        let report = json(&run.stdout);
+        let findings = report["findings"].as_array().expect("findings");
+        // The down sections drop the table; read as forward SQL, lint reports it.
+        assert!(
+            findings
+                .iter()
+                .all(|f| !f["statement"].as_str().unwrap_or("").contains("DROP")),
+            "{dir}: {}",
+            run.stdout
+        );
+        let modes: Vec<&str> = report["files"]
+            .as_array()
+            .expect("files")
+            .iter()
+            .map(|f| f["transaction_mode"].as_str().expect("mode"))
+            .collect();
+        assert_eq!(modes, vec!["file", "statement"], "{dir}: {}", run.stdout);
+    }
+}

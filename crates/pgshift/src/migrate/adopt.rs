@@ -26,11 +26,13 @@
 //! else in the one schema that has it.
 
 use std::fmt;
+use std::path::Path;
 
 use serde::Serialize;
 use tokio_postgres::Client;
 
 use super::error::MigrateError;
+use crate::connect::Session;
 
 /// A migration runner whose history pgshift reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -319,6 +321,36 @@ pub async fn find(
         }
     }
     Ok(None)
+}
+
+/// Refuses a database another runner migrated while pgshift has no history of it
+/// (`migrate`, its dry run, `plan DIR`): running the directory would apply every file
+/// again. Reads only.
+pub async fn refuse_unadopted(session: &Session, dir: &Path) -> Result<(), MigrateError> {
+    let ours = super::history::rows(session.client())
+        .await
+        .unwrap_or_default();
+    if !ours.is_empty() {
+        return Ok(());
+    }
+    let found = find(
+        session.client(),
+        session.user_search_path(),
+        session.current_user(),
+    )
+    .await?;
+    match found {
+        Some(foreign) => Err(MigrateError::ForeignHistory {
+            runner: foreign.runner,
+            schema: foreign.schema.clone(),
+            table: foreign.runner.table(),
+            count: foreign.applied.len(),
+            newest: foreign.newest().unwrap_or("none").to_owned(),
+            failed: foreign.failed.clone(),
+            dir: dir.display().to_string(),
+        }),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]

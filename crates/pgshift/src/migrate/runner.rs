@@ -160,7 +160,7 @@ pub async fn migrate(
         check_no_gaps(&files)?;
     }
     let client = session.client();
-    refuse_foreign_history(session, dir).await?;
+    adopt::refuse_unadopted(session, dir).await?;
     if !options.dry_run {
         history::lock(client).await?;
         history::ensure(client).await?;
@@ -352,33 +352,6 @@ fn schedule_of(script: &Script, options: &MigrateOptions) -> Schedule {
             copy_and_swap: options.apply.copy_and_swap.is_some(),
         },
     )
-}
-
-/// Refuses a database another runner migrated while pgshift has no history of it:
-/// running the directory would apply every file again (before anything is written).
-async fn refuse_foreign_history(session: &Session, dir: &Path) -> Result<(), MigrateError> {
-    let ours = history::rows(session.client()).await.unwrap_or_default();
-    if !ours.is_empty() {
-        return Ok(());
-    }
-    let found = adopt::find(
-        session.client(),
-        session.user_search_path(),
-        session.current_user(),
-    )
-    .await?;
-    match found {
-        Some(foreign) => Err(MigrateError::ForeignHistory {
-            runner: foreign.runner,
-            schema: foreign.schema.clone(),
-            table: foreign.runner.table(),
-            count: foreign.applied.len(),
-            newest: foreign.newest().unwrap_or("none").to_owned(),
-            failed: foreign.failed.clone(),
-            dir: dir.display().to_string(),
-        }),
-        None => Ok(()),
-    }
 }
 
 /// How the project's runner runs a parsed file (its layout's rule, carried by the
