@@ -13,7 +13,8 @@
 //! - dbmate: `schema_migrations (version VARCHAR(128) PRIMARY KEY)`, one row per version;
 //! - Rails: `schema_migrations (version VARCHAR PRIMARY KEY)` next to
 //!   `ar_internal_metadata`;
-//! - pop: `schema_migration (version VARCHAR(14))`, one row per version;
+//! - pop: `schema_migration (version VARCHAR(14) NOT NULL)` with a unique index
+//!   `schema_migration_version_idx` (newer pop: a wider `version`), one row per version;
 //! - diesel: `__diesel_schema_migrations (version VARCHAR(50) PRIMARY KEY, run_on
 //!   TIMESTAMP)`, the version without its dashes;
 //! - refinery: `refinery_schema_history (version INT4 PRIMARY KEY, name, applied_on,
