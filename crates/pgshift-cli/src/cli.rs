@@ -621,9 +621,12 @@ pub struct MigrateArgs {
     /// Adopt pgshift on a database another runner migrated: record files as applied
     /// without running them, with their checksums. `VERSION`: every file up to it;
     /// `sqlx`: the versions sqlx's `_sqlx_migrations` records as successful, each
-    /// checked against its file's SHA-384. Nothing else runs; `migrate` then continues
-    /// with the files after them. With `--dry-run`, says what it would record.
-    #[arg(long, value_name = "VERSION|sqlx", value_parser = parse_baseline)]
+    /// checked against its file's SHA-384; `flyway`, `golang-migrate`, `dbmate`,
+    /// `rails`, `pop`, `diesel`, `refinery`, `goose`: the versions that runner's
+    /// history table records, each of which must have its file. Nothing else runs;
+    /// `migrate` then continues with the files after them. With `--dry-run`, says what
+    /// it would record.
+    #[arg(long, value_name = "VERSION|RUNNER", value_parser = parse_baseline)]
     pub baseline: Option<pgshift::migrate::BaselineSource>,
     /// Run the blocking form of a rewrite on this table (repeatable). Refused when
     /// no pending file touches the table.
@@ -652,15 +655,25 @@ pub struct MigrateArgs {
     pub max_file_bytes: u64,
 }
 
-/// `--baseline VERSION` or `--baseline sqlx`.
+/// `--baseline VERSION` or `--baseline RUNNER`.
 fn parse_baseline(value: &str) -> Result<pgshift::migrate::BaselineSource, String> {
     if value.eq_ignore_ascii_case("sqlx") {
         return Ok(pgshift::migrate::BaselineSource::Sqlx);
     }
-    value
-        .parse::<i64>()
-        .map(pgshift::migrate::BaselineSource::UpTo)
-        .map_err(|_| format!("{value:?} is neither a version number nor `sqlx`"))
+    if let Some(runner) = pgshift::migrate::adopt::Runner::parse(value) {
+        return Ok(pgshift::migrate::BaselineSource::Runner(runner));
+    }
+    let version_like = value.starts_with(|c: char| c.is_ascii_digit())
+        && value
+            .chars()
+            .all(|c| c.is_ascii_digit() || matches!(c, '.' | '_' | '-'));
+    if version_like {
+        Ok(pgshift::migrate::BaselineSource::UpTo(value.to_owned()))
+    } else {
+        Err(format!(
+            "{value:?} is neither a version (7, 1.1, 2023-01-01-000000) nor `sqlx`"
+        ))
+    }
 }
 
 const AUDIT_EXIT_CODES: &str = "\

@@ -1,7 +1,10 @@
 //! Migration directory layouts through the CLI: the detected layout said in `lint`,
 //! `plan` and `migrate` (text and JSON), down files never read, mixed layouts refused,
-//! `CREATE TABLE IF NOT EXISTS` not assumed new, split files reported, and
-//! `migrate --baseline` adopting a database another runner migrated.
+//! `CREATE TABLE IF NOT EXISTS` not assumed new, split files reported,
+//! `migrate --baseline` adopting a database another runner migrated, and `migrate`
+//! applying a small directory in each runner's own layout (integer versions of any
+//! width, golang-migrate, pop, diesel, dbmate, goose, Flyway with repeatables), with
+//! each runner's transaction rule kept, on real PostgreSQL.
 
 mod common;
 
@@ -51,7 +54,7 @@ fn lint_refuses_a_mixed_layout_saying_what_it_found() {
     assert_eq!(run.code, 1, "{}", run.stdout);
     assert!(
         run.stdout.contains("mixed migration layouts")
-            && run.stdout.contains("0001_create_ledgers.sql")
+            && run.stdout.contains("V1__create_ledgers.sql")
             && run
                 .stdout
                 .contains("20240215083000_ledgers_add_currency.sql"),
@@ -215,4 +218,318 @@ fn plan_and_migrate_say_the_layout_the_split_and_the_baseline() {
         "{}",
         run.stdout
     );
+}
+
+const LAYOUTS: &str = "crates/pgshift/tests/data/layouts";
+
+/// `migrate --format json` of the fixture `name` on a fresh database: the exit code,
+/// the report and the database.
+fn migrate_fixture(name: &str) -> (i32, serde_json::Value, String) {
+    let cluster = shared_cluster().expect("a PostgreSQL cluster starts");
+    let db = cluster
+        .fresh_database(&format!("layouts_{name}"))
+        .expect("database");
+    let url = cluster.connection_string(&db);
+    let dir = format!("{LAYOUTS}/{name}");
+    let run = pgshift(&["migrate", "--url", &url, "--format", "json", &dir]);
+    (run.code, json(&run.stdout), db)
+}
+
+/// `(version, name, status, runner_transaction)` of every file of a migrate report.
+fn files_of(report: &serde_json::Value) -> Vec<(String, String, String, String)> {
+    report["verdict"]["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .map(|f| {
+            (
+                f["version"].as_str().unwrap_or("R").to_owned(),
+                f["name"].as_str().expect("name").to_owned(),
+                f["status"].as_str().expect("status").to_owned(),
+                f["runner_transaction"].as_str().unwrap_or("-").to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn value(db: &str, sql: &str) -> String {
+    let cluster = shared_cluster().expect("cluster");
+    cluster.psql(db, sql).expect("query").trim().to_owned()
+}
+
+fn row(version: &str, name: &str, mode: &str) -> (String, String, String, String) {
+    (
+        version.to_owned(),
+        name.to_owned(),
+        "applied".to_owned(),
+        mode.to_owned(),
+    )
+}
+
+/// The objects every fixture builds: `ledgers` with its columns, and its index.
+fn ledgers_columns(url: &str) -> String {
+    value(
+        url,
+        "SELECT string_agg(attname, ',' ORDER BY attnum) FROM pg_attribute WHERE attrelid = 'ledgers'::regclass AND attnum > 0 AND NOT attisdropped",
+    )
+}
+
+fn valid_index(url: &str, index: &str) -> String {
+    value(
+        url,
+        &format!("SELECT indisvalid FROM pg_index WHERE indexrelid = '{index}'::regclass"),
+    )
+}
+
+#[test]
+fn integer_versions_of_any_width_apply_in_numeric_order() {
+    let (code, report, url) = migrate_fixture("integers");
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(
+        files_of(&report),
+        vec![
+            row("0", "init", "file"),
+            row("20240215083000", "add_currency", "file"),
+            row("99999999999999", "add_note", "file"),
+            row("202403011200000000", "workspace_index", "file"),
+        ]
+    );
+    assert_eq!(ledgers_columns(&url), "id,workspace,currency,note");
+    assert_eq!(valid_index(&url, "ledgers_workspace"), "t");
+    assert_eq!(
+        value(
+            &url,
+            "SELECT string_agg(version, ',' ORDER BY id) FROM pgshift.migrations"
+        ),
+        "0,20240215083000,99999999999999,202403011200000000"
+    );
+}
+
+#[test]
+fn golang_migrate_and_pop_directories_apply_their_up_files() {
+    let (code, report, url) = migrate_fixture("golang_migrate");
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(
+        files_of(&report),
+        vec![
+            row("1", "create_ledgers", "file"),
+            row("2", "add_currency", "file"),
+        ]
+    );
+    assert_eq!(ledgers_columns(&url), "id,workspace,currency");
+
+    let (code, report, url) = migrate_fixture("pop");
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(
+        files_of(&report),
+        vec![
+            row("20240101120000", "create_ledgers", "file"),
+            row("20240102120000", "add_currency", "file"),
+        ]
+    );
+    assert!(report["verdict"]["layout"]["description"]
+        .as_str()
+        .expect("description")
+        .starts_with("pop ("));
+    // The PostgreSQL file ran, not the MySQL one (ENGINE=InnoDB does not parse).
+    assert_eq!(ledgers_columns(&url), "id,workspace,currency");
+}
+
+#[test]
+fn pop_fizz_files_and_directories_no_layout_reads_are_errors_that_say_what_is_there() {
+    let (code, report, _) = migrate_fixture("pop_fizz");
+    assert_eq!(code, 1, "{report:#}");
+    assert_eq!(report["kind"], "error");
+    let message = report["message"].as_str().expect("message");
+    assert!(
+        message.contains("20240101120000_create_ledgers.up.fizz") && message.contains("fizz"),
+        "{message}"
+    );
+    let (code, report, url) = migrate_fixture("nothing");
+    assert_eq!(code, 1, "{report:#}");
+    let message = report["message"].as_str().expect("message");
+    assert!(
+        message.contains("README.md") && message.contains("seeds/"),
+        "{message}"
+    );
+    assert_eq!(
+        value(&url, "SELECT to_regclass('pgshift.migrations') IS NULL"),
+        "t",
+        "nothing was written"
+    );
+}
+
+#[test]
+fn a_diesel_directory_applies_every_up_sql_with_its_transaction_rule() {
+    let (code, report, url) = migrate_fixture("diesel");
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(
+        files_of(&report),
+        vec![
+            row("00000000000000", "diesel_initial_setup", "file"),
+            row("20230101000000", "create_ledgers", "file"),
+            row("20230102000000", "ledgers_workspace_index", "statement"),
+        ]
+    );
+    assert_eq!(ledgers_columns(&url), "id,workspace,updated_at");
+    assert_eq!(valid_index(&url, "ledgers_workspace"), "t");
+    assert_eq!(
+        value(&url, "SELECT count(*) FROM pg_proc WHERE proname IN ('diesel_manage_updated_at', 'diesel_set_updated_at')"),
+        "2"
+    );
+    let skipped = report["verdict"]["layout"]["skipped"]
+        .as_array()
+        .expect("skipped");
+    assert_eq!(skipped.len(), 3, "the down.sql files are never read");
+}
+
+#[test]
+fn dbmate_and_goose_files_run_their_up_sections_only() {
+    let (code, report, url) = migrate_fixture("dbmate");
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(
+        files_of(&report),
+        vec![
+            row("20240101120000", "create_ledgers", "file"),
+            row("20240102120000", "ledgers_workspace_index", "statement"),
+        ]
+    );
+    assert_eq!(ledgers_columns(&url), "id,workspace");
+    assert_eq!(valid_index(&url, "ledgers_workspace"), "t");
+    // The marker inside the function body was not a marker: the body is whole.
+    assert_eq!(
+        value(&url, "SELECT ledger_label(ROW(7, 'w')::ledgers)"),
+        "w#7"
+    );
+
+    let (code, report, url) = migrate_fixture("goose");
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(
+        files_of(&report),
+        vec![
+            row("1", "create_ledgers", "file"),
+            row("2", "ledgers_workspace_index", "statement"),
+        ]
+    );
+    assert_eq!(ledgers_columns(&url), "id,workspace,updated_at");
+    assert_eq!(valid_index(&url, "ledgers_workspace"), "t");
+    assert_eq!(
+        value(
+            &url,
+            "SELECT count(*) FROM pg_proc WHERE proname = 'ledgers_touch'"
+        ),
+        "1"
+    );
+}
+
+#[test]
+fn flyway_dotted_versions_and_repeatables_apply_through_the_cli() {
+    let (code, report, url) = migrate_fixture("flyway_repeatable");
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(
+        files_of(&report),
+        vec![
+            row("1", "create_ledgers", "file"),
+            row("1.1", "ledgers_add_currency", "file"),
+            row("2", "ledgers_workspace_index", "statement"),
+            row("R", "ledger_totals_view", "file"),
+        ]
+    );
+    assert_eq!(
+        value(
+            &url,
+            "SELECT count(*) FROM pg_views WHERE viewname = 'ledger_counts'"
+        ),
+        "1"
+    );
+    let lint = pgshift(&["lint", &format!("{LAYOUTS}/flyway_repeatable")]);
+    assert!(
+        lint.stdout.contains("R__ledger_totals_view.sql")
+            && !lint.stdout.contains("repeatable migration (R__)"),
+        "lint reads the repeatable instead of stopping at it: {}",
+        lint.stdout
+    );
+}
+
+#[test]
+fn a_database_goose_migrated_is_refused_once_by_plan_and_migrate_then_adopted() {
+    let cluster = shared_cluster().expect("a PostgreSQL cluster starts");
+    let db = cluster
+        .fresh_database("layouts_goose_adopt")
+        .expect("database");
+    // As goose leaves it after its first file: its table, its version-0 row, the file's
+    // objects.
+    cluster
+        .psql(
+            &db,
+            "CREATE TABLE goose_db_version (id serial NOT NULL, version_id bigint NOT NULL, is_applied boolean NOT NULL, tstamp timestamp NULL DEFAULT now(), PRIMARY KEY (id));
+             INSERT INTO goose_db_version (version_id, is_applied) VALUES (0, true), (1, true);
+             CREATE TABLE ledgers (id bigint PRIMARY KEY, workspace text NOT NULL, updated_at timestamptz);
+             CREATE FUNCTION ledgers_touch() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN NEW.updated_at := now(); RETURN NEW; END $$;",
+        )
+        .expect("goose's state");
+    let url = cluster.connection_string(&db);
+    let dir = format!("{LAYOUTS}/goose");
+    for args in [
+        vec!["plan", "--url", &url, "--format", "json", &dir],
+        vec!["migrate", "--url", &url, "--format", "json", &dir],
+        vec![
+            "migrate",
+            "--url",
+            &url,
+            "--dry-run",
+            "--format",
+            "json",
+            &dir,
+        ],
+    ] {
+        let run = pgshift(&args);
+        assert_eq!(run.code, 2, "{args:?}: {}{}", run.stdout, run.stderr);
+        let report = json(&run.stdout);
+        assert_eq!(report["kind"], "error", "{}", run.stdout);
+        let message = report["message"].as_str().expect("message");
+        assert!(
+            message.contains("migrated by goose")
+                && message.contains("1 applied version, the newest 1")
+                && message.contains(&format!("--baseline goose {dir}")),
+            "{message}"
+        );
+    }
+    assert_eq!(
+        value(&db, "SELECT to_regclass('pgshift.migrations') IS NULL"),
+        "t",
+        "nothing was written"
+    );
+    let adopt = pgshift(&["migrate", "--url", &url, "--baseline", "goose", &dir]);
+    assert_eq!(adopt.code, 0, "{}{}", adopt.stdout, adopt.stderr);
+    let run = pgshift(&["migrate", "--url", &url, "--format", "json", &dir]);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    let files = files_of(&json(&run.stdout));
+    assert_eq!(files[0].2, "already-applied");
+    assert_eq!(files[1], row("2", "ledgers_workspace_index", "statement"));
+    assert_eq!(valid_index(&db, "ledgers_workspace"), "t");
+}
+
+#[test]
+fn lint_reads_only_the_up_section_of_dbmate_and_goose_files() {
+    for dir in ["dbmate", "goose"] {
+        let run = pgshift(&["lint", "--format", "json", &format!("{LAYOUTS}/{dir}")]);
+        let report = json(&run.stdout);
+        let findings = report["findings"].as_array().expect("findings");
+        // The down sections drop the table; read as forward SQL, lint reports it.
+        assert!(
+            findings
+                .iter()
+                .all(|f| !f["statement"].as_str().unwrap_or("").contains("DROP")),
+            "{dir}: {}",
+            run.stdout
+        );
+        let modes: Vec<&str> = report["files"]
+            .as_array()
+            .expect("files")
+            .iter()
+            .map(|f| f["transaction_mode"].as_str().expect("mode"))
+            .collect();
+        assert_eq!(modes, vec!["file", "statement"], "{dir}: {}", run.stdout);
+    }
 }

@@ -103,7 +103,7 @@ fn refused(json: &Value) -> Option<(u32, u64, String)> {
     let file = files.iter().find(|f| f["status"] == "refused")?;
     let refusal = &file["verdict"]["refusals"][0];
     Some((
-        u32::try_from(file["version"].as_u64()?).ok()?,
+        file["version"].as_str()?.parse().ok()?,
         refusal["line"].as_u64()?,
         refusal["refusal"]["cause"].as_str()?.to_owned(),
     ))
@@ -122,7 +122,7 @@ fn applied(json: &Value) -> Vec<u32> {
         .into_iter()
         .flatten()
         .filter(|f| ran_now(f))
-        .filter_map(|f| f["version"].as_u64().and_then(|v| u32::try_from(v).ok()))
+        .filter_map(|f| f["version"].as_str().and_then(|v| v.parse().ok()))
         .collect()
 }
 
@@ -478,7 +478,11 @@ async fn the_relay_rewrites_of_events_run_through_copy_and_swap_under_load() {
 fn file_entry(json: &Value, version: u32) -> &Value {
     json["verdict"]["files"]
         .as_array()
-        .and_then(|files| files.iter().find(|f| f["version"] == version))
+        .and_then(|files| {
+            files
+                .iter()
+                .find(|f| f["version"].as_str().and_then(|v| v.parse().ok()) == Some(version))
+        })
         .unwrap_or_else(|| panic!("file {version} in the verdict: {json:#}"))
 }
 

@@ -13,6 +13,7 @@
 //! - [`LineIndex`] converts byte offsets into line and column.
 //! - [`deparse`] turns a statement node back into SQL text.
 //! - [`quote_ident`] and [`QualifiedName`] always quote identifiers.
+//! - [`sections`] cuts a file at marker comments (dbmate, goose) found by the scanner.
 //!
 //! ```
 //! let stmts = pgshift_sql::parse("SET lock_timeout = '2s';\nCREATE INDEX i ON t (a);").unwrap();
@@ -29,6 +30,7 @@ mod lines;
 mod parse;
 mod plpgsql;
 mod plpgsql_guard;
+mod sections;
 
 pub use deparse::{deparse, DeparseError};
 pub use ident::{quote_ident, quote_literal, QualifiedName};
@@ -36,6 +38,7 @@ pub use lines::{LineIndex, Position, Span};
 pub use parse::{parse, ParseError, Statement};
 pub use plpgsql::{is_data_statement, DoBlock, PlpgsqlError};
 pub use plpgsql_guard::GuardNotice;
+pub use sections::{line_comments, sections, LineComment, Section};
 
 /// The syntax tree types produced by PostgreSQL's grammar (protobuf form).
 pub use pg_query::protobuf as ast;

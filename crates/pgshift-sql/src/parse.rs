@@ -149,10 +149,15 @@ enum TokenKind {
 /// Token boundaries of a text: `(start, end, kind)`.
 type TokenBounds = Vec<(usize, usize, TokenKind)>;
 
-fn scan_tokens(text: &str) -> Result<TokenBounds, ParseError> {
-    let scanned = pg_query::scan(text).map_err(|err| ParseError::Decode {
+/// PostgreSQL's scanner over `text`.
+pub(crate) fn scan(text: &str) -> Result<pg_query::protobuf::ScanResult, ParseError> {
+    pg_query::scan(text).map_err(|err| ParseError::Decode {
         message: err.to_string(),
-    })?;
+    })
+}
+
+fn scan_tokens(text: &str) -> Result<TokenBounds, ParseError> {
+    let scanned = scan(text)?;
     Ok(scanned
         .tokens
         .iter()

@@ -1,4 +1,4 @@
-//! `pgshift migrate --baseline VERSION|sqlx`: record files as applied without running
+//! `pgshift migrate --baseline VERSION|RUNNER`: record files as applied without running
 //! them, for a database another runner migrated.
 
 use std::path::Path;

@@ -1,6 +1,12 @@
 //! Reading and parsing the inputs of `lint` and `plan`, keeping failures per input.
+//!
+//! A file is read as the layout of its directory reads it (`pgshift::layout`): a
+//! dbmate or goose file's up section only, with its runner's transaction rule carried
+//! by the statements (a file its runner runs outside a transaction is marked
+//! `-- pgshift:no-transaction`).
 
 use crate::errors::CliError;
+use pgshift::layout::{forward_sql, FileForm, ForwardError, Readings, TransactionRule};
 use pgshift::report::InputErrorReport;
 use pgshift::source::{self, SourceError, SourceFile};
 use pgshift_sql::{ParseError, Statement};
@@ -50,14 +56,46 @@ impl InputFailure {
 
 /// Reads and parses every input, in order.
 pub fn load(paths: &[String], max_file_bytes: u64) -> Vec<Result<ParsedInput, InputFailure>> {
+    let mut readings = Readings::default();
     source::expand_inputs(paths)
         .into_iter()
         .map(|input| {
             let input = input.map_err(read_failure)?;
+            let reading = match &input {
+                source::InputPath::File(path) => readings.of(path),
+                source::InputPath::Stdin => None,
+            };
             let file = source::read_input(&input, max_file_bytes).map_err(read_failure)?;
-            parse(file)
+            match reading {
+                Some((form, rule)) => parse_forward(file, form, rule),
+                None => parse(file),
+            }
         })
         .collect()
+}
+
+/// Parses a file's forward SQL as its layout reads it.
+fn parse_forward(
+    file: SourceFile,
+    form: FileForm,
+    rule: TransactionRule,
+) -> Result<ParsedInput, InputFailure> {
+    match forward_sql(form, rule, &file.text) {
+        Ok(forward) => Ok(ParsedInput {
+            path: file.path,
+            statements: forward.marked_statements(),
+        }),
+        Err(ForwardError::Parse(err)) => Err(parse_failure(file.path, &err)),
+        Err(err) => Err(InputFailure {
+            path: file.path,
+            report: InputErrorReport {
+                kind: "parse",
+                message: err.to_string(),
+                line: None,
+                column: None,
+            },
+        }),
+    }
 }
 
 /// Reads and parses schema files, ignoring psql meta-commands.

@@ -128,8 +128,15 @@ pub(super) fn error(err: &MigrateError) -> CliError {
         MigrateError::SqlxMismatch { .. } => CliError::new("sqlx-mismatch", message)
             .exit(exit::FINDINGS)
             .hint("make the files match what sqlx applied (or baseline up to a version with --baseline VERSION), then run again"),
+        MigrateError::ForeignHistory { runner, dir, .. } => CliError::new("another-runners-history", message)
+            .exit(exit::FINDINGS)
+            .hint(format!("pgshift migrate --url URL --baseline {runner} {dir}")),
+        MigrateError::RunnerMismatch { .. } => CliError::new("runner-mismatch", message)
+            .exit(exit::FINDINGS)
+            .hint("make the directory match what the runner applied (or baseline up to a version with --baseline VERSION), then run again"),
         MigrateError::Layout(_)
-        | MigrateError::UnsupportedVersion { .. }
+        | MigrateError::RunnerTableMissing { .. }
+        | MigrateError::NothingToRead { .. }
         | MigrateError::BaselineVersionUnknown { .. }
         | MigrateError::Unnumbered { .. }
         | MigrateError::DuplicateVersion { .. }

@@ -64,6 +64,17 @@ async fn run_async(args: &PlanArgs) -> Result<u8, CliError> {
     }
     let spec = super::spec(args.url.as_deref())?;
     let session = super::session(&spec, &SessionBudgets::READ_ONLY_PLAN).await?;
+    // A directory another runner migrated, with no pgshift history: planning every
+    // file as pending would be wrong; say so once, as `migrate` does.
+    for dir in args
+        .paths
+        .iter()
+        .filter(|p| std::path::Path::new(p).is_dir())
+    {
+        pgshift::migrate::adopt::refuse_unadopted(&session, std::path::Path::new(dir))
+            .await
+            .map_err(|err| super::migrate::error(&err))?;
+    }
     // `--sql` is run by `apply --sql` statement by statement, with no migration runner
     // around it; `--transaction-mode` describes the runner of files.
     let mode = if args.sql.is_some() {

@@ -14,7 +14,10 @@ pub fn baseline(verdict: &BaselineVerdict) -> String {
         let _ = writeln!(out, "sqlx history: {schema}._sqlx_migrations");
     }
     for file in &verdict.files {
-        let label = format!("{:>4} {}", file.version, file.name);
+        let label = match &file.version {
+            Some(version) => format!("{version:>4} {}", file.name),
+            None => format!("   R__{}", file.name),
+        };
         let detail = match file.status {
             BaselineStatus::Baselined => "baselined: recorded as applied, not run",
             BaselineStatus::WouldBaseline => "would be baselined (recorded as applied, not run)",

@@ -12,7 +12,10 @@ pub fn migrate(verdict: &MigrateVerdict) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "layout: {}", verdict.layout.description);
     for file in &verdict.files {
-        let label = format!("{:>4} {}", file.version, file.name);
+        let label = match &file.version {
+            Some(version) => format!("{version:>4} {}", file.name),
+            None => format!("   R__{}", file.name),
+        };
         let detail = match file.status {
             FileStatus::AlreadyApplied => match &file.baselined {
                 Some(how) => format!("already applied (baselined: {how}; not run by pgshift)"),

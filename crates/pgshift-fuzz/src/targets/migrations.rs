@@ -79,21 +79,28 @@ fn read_as_migrate(dir: &Path) {
             return;
         }
     };
-    assert!(files.windows(2).all(|w| w[0].version < w[1].version));
+    // Versioned files in strictly increasing order, then repeatables (no version).
+    let versioned: Vec<_> = files.iter().filter_map(|f| f.version.as_ref()).collect();
+    assert!(versioned.windows(2).all(|w| w[0] < w[1]));
+    assert!(files
+        .iter()
+        .skip(versioned.len())
+        .all(|f| f.version.is_none()));
     if let Err(err) = check_no_gaps(&files) {
         assert!(!err.to_string().is_empty());
     }
     for file in &files {
-        assert!(file.version >= 0);
         let Ok(bytes) = std::fs::read(&file.path) else {
             continue;
         };
         let Ok(source) = source::decode(file.path.display().to_string(), bytes) else {
             continue;
         };
-        let Ok(statements) = pgshift_sql::parse(&source.text) else {
+        let Ok(forward) = pgshift::layout::forward_sql(file.form, file.transaction, &source.text)
+        else {
             continue;
         };
+        let statements = forward.statements;
         let mode = transaction_mode_for(&statements, TransactionMode::Statement);
         let script = analyze(statements, mode, Knowledge::offline());
         let options = ScheduleOptions {
@@ -108,7 +115,7 @@ fn read_as_migrate(dir: &Path) {
 /// read under `limit` bytes, with a located error when it is not text.
 fn read_as_lint(dir: &Path, limit: u64) {
     let inputs = source::expand_inputs(&[dir.display().to_string()]);
-    let mut previous: Option<(Option<u64>, String)> = None;
+    let mut previous: Option<(Option<String>, String)> = None;
     for input in inputs {
         let path = match input {
             Ok(InputPath::File(path)) => path,
@@ -137,16 +144,18 @@ fn read_as_lint(dir: &Path, limit: u64) {
     }
 }
 
-/// Whether `a` may come before `b`: numbered before unnumbered, by number, then name.
 /// The version a file name carries, as docs/EXECUTION.md states the layouts: leading
-/// digits followed by the end of the stem, `_`, `-` or `.up` (sequential numbers and
-/// timestamps), or Flyway's `V<digits>__`; any other name is unversioned.
-fn file_version(name: &str) -> Option<u64> {
+/// digits followed by the end of the stem, `_`, `-` or `.up` (integer versions of any
+/// width), or Flyway's `V<digits>__`; any other name is unversioned. The digits are
+/// returned without leading zeros, so that numbers of any width compare by length
+/// first.
+fn file_version(name: &str) -> Option<String> {
     let stem = name.strip_suffix(".sql")?;
+    let stripped = |digits: &str| digits.trim_start_matches('0').to_owned();
     if let Some(flyway) = stem.strip_prefix('V') {
         if let Some((digits, _)) = flyway.split_once("__") {
             if !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit()) {
-                return digits.parse().ok();
+                return Some(stripped(digits));
             }
         }
     }
@@ -156,12 +165,14 @@ fn file_version(name: &str) -> Option<u64> {
     if digits.is_empty() || !(rest.is_empty() || rest.starts_with(['_', '-'])) {
         return None;
     }
-    digits.parse().ok()
+    Some(stripped(&digits))
 }
 
-fn in_migration_order(a: &(Option<u64>, String), b: &(Option<u64>, String)) -> bool {
-    match (a.0, b.0) {
-        (Some(x), Some(y)) => (x, &a.1) <= (y, &b.1),
+/// Whether `a` may come before `b`: numbered before unnumbered, by number (of any
+/// width), then name.
+fn in_migration_order(a: &(Option<String>, String), b: &(Option<String>, String)) -> bool {
+    match (&a.0, &b.0) {
+        (Some(x), Some(y)) => ((x.len(), x), &a.1) <= ((y.len(), y), &b.1),
         (Some(_), None) => true,
         (None, Some(_)) => false,
         (None, None) => a.1 <= b.1,

@@ -2,6 +2,9 @@
 //! `migrate --baseline VERSION` records the files up to `VERSION` as applied without
 //! running them; `migrate --baseline sqlx` records the versions sqlx's
 //! `_sqlx_migrations` says succeeded, after checking each against the file on disk.
+//! `migrate --baseline RUNNER` (flyway, golang-migrate, dbmate, rails, pop, diesel,
+//! refinery, goose) records the versions that runner's history table holds, each of
+//! which must have its file ([`super::adopt`]).
 //! Either way each record carries the file's checksum and how it was baselined, so a
 //! later `migrate` refuses an edited file and continues with the files after it.
 
@@ -9,7 +12,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::directory::scan_layout;
+use super::adopt::{self, ForeignHistory, Runner};
+use super::directory::{key_version, scan_layout, MigrationFile};
 use super::error::MigrateError;
 use super::history::{self, HistoryRow};
 use super::sqlx::{self, SqlxRow};
@@ -19,10 +23,14 @@ use crate::layout::LayoutReport;
 /// What to baseline from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BaselineSource {
-    /// Every file up to and including this version.
-    UpTo(i64),
+    /// Every versioned file up to and including this version, as written
+    /// (`20240101120000`, `1.1`, `2023-01-01-000000`); repeatables are not baselined.
+    UpTo(String),
     /// The versions sqlx's `_sqlx_migrations` records as successful.
     Sqlx,
+    /// The versions another runner's history table records as applied (see
+    /// [`super::adopt`]); every one must have its file.
+    Runner(Runner),
 }
 
 impl BaselineSource {
@@ -31,6 +39,9 @@ impl BaselineSource {
         match self {
             BaselineSource::UpTo(version) => format!("--baseline {version}"),
             BaselineSource::Sqlx => "--baseline sqlx (_sqlx_migrations)".to_owned(),
+            BaselineSource::Runner(runner) => {
+                format!("--baseline {runner} ({})", runner.table())
+            }
         }
     }
 }
@@ -52,8 +63,8 @@ pub enum BaselineStatus {
 /// One file of the directory.
 #[derive(Clone, Debug, Serialize)]
 pub struct BaselineFile {
-    /// Its version.
-    pub version: i64,
+    /// Its version key; `None` for a repeatable.
+    pub version: Option<String>,
     /// Its name.
     pub name: String,
     /// Its path.
@@ -98,15 +109,17 @@ pub async fn baseline(
     let client = session.client();
     let (layout, files) = scan_layout(dir)?;
     let mut sqlx_schema = None;
-    let selected: Vec<i64> = match source {
-        BaselineSource::UpTo(version) => {
-            if !files.iter().any(|f| f.version == *version) {
-                return Err(MigrateError::BaselineVersionUnknown { version: *version });
-            }
+    let selected: Vec<String> = match source {
+        BaselineSource::UpTo(text) => {
+            let target = key_version(layout.kind, text)
+                .filter(|target| files.iter().any(|f| f.version.as_ref() == Some(target)))
+                .ok_or_else(|| MigrateError::BaselineVersionUnknown {
+                    version: text.clone(),
+                })?;
             files
                 .iter()
-                .map(|f| f.version)
-                .filter(|v| v <= version)
+                .filter(|f| f.version.as_ref().is_some_and(|v| *v <= target))
+                .filter_map(MigrationFile::key)
                 .collect()
         }
         BaselineSource::Sqlx => {
@@ -117,7 +130,25 @@ pub async fn baseline(
             let recorded = sqlx::rows(client, &schema).await?;
             sqlx_schema = Some(schema);
             check_sqlx(client, &files, &recorded).await?;
-            recorded.iter().map(|r| r.version).collect()
+            recorded
+                .iter()
+                .filter_map(|r| sqlx_file(&files, r.version))
+                .filter_map(MigrationFile::key)
+                .collect()
+        }
+        BaselineSource::Runner(runner) => {
+            let foreign = adopt::read(
+                client,
+                *runner,
+                session.user_search_path(),
+                session.current_user(),
+            )
+            .await?
+            .ok_or(MigrateError::RunnerTableMissing {
+                runner: *runner,
+                table: runner.table(),
+            })?;
+            recorded_files(layout.kind, &files, &foreign)?
         }
     };
     if dry_run {
@@ -161,9 +192,9 @@ pub async fn baseline(
 #[allow(clippy::too_many_arguments)]
 async fn judge(
     client: &tokio_postgres::Client,
-    files: &[super::MigrationFile],
+    files: &[MigrationFile],
     rows: &[HistoryRow],
-    selected: &[i64],
+    selected: &[String],
     source: &BaselineSource,
     layout: crate::layout::Layout,
     sqlx_schema: Option<String>,
@@ -178,8 +209,8 @@ async fn judge(
     };
     let mut to_record = Vec::new();
     for file in files {
-        let row = rows.iter().find(|r| r.version == file.version);
-        let status = if !selected.contains(&file.version) {
+        let row = super::pending::row_of(file, rows);
+        let status = if !file.key().is_some_and(|key| selected.contains(&key)) {
             BaselineStatus::Pending
         } else {
             let bytes = std::fs::read(&file.path).map_err(|source| MigrateError::Directory {
@@ -203,7 +234,7 @@ async fn judge(
             }
         };
         verdict.files.push(BaselineFile {
-            version: file.version,
+            version: file.key(),
             name: file.name.clone(),
             path: file.path.clone(),
             status,
@@ -219,13 +250,13 @@ async fn judge(
 fn already_recorded(row: &HistoryRow, checksum: &str) -> Result<(), MigrateError> {
     if row.outcome != "done" {
         return Err(MigrateError::BaselineConflict {
-            version: row.version,
+            version: row.describe(),
             outcome: row.outcome.clone(),
         });
     }
     if row.checksum != checksum {
         return Err(MigrateError::ChangedAfterApply {
-            version: row.version,
+            version: row.describe(),
             name: row.name.clone(),
             recorded: row.checksum.clone(),
             current: checksum.to_owned(),
@@ -237,12 +268,12 @@ fn already_recorded(row: &HistoryRow, checksum: &str) -> Result<(), MigrateError
 /// Every version sqlx records must be successful and match its file's SHA-384.
 async fn check_sqlx(
     client: &tokio_postgres::Client,
-    files: &[super::MigrationFile],
+    files: &[MigrationFile],
     recorded: &[SqlxRow],
 ) -> Result<(), MigrateError> {
     let mut mismatches = Vec::new();
     for row in recorded {
-        let Some(file) = files.iter().find(|f| f.version == row.version) else {
+        let Some(file) = sqlx_file(files, row.version) else {
             mismatches.push(SqlxMismatch {
                 version: row.version,
                 problem: format!(
@@ -287,10 +318,60 @@ async fn check_sqlx(
     }
 }
 
+/// The keys of the files another runner recorded as applied; every recorded version
+/// must have its file and none may be recorded as failed.
+fn recorded_files(
+    kind: crate::layout::LayoutKind,
+    files: &[MigrationFile],
+    foreign: &ForeignHistory,
+) -> Result<Vec<String>, MigrateError> {
+    let runner = foreign.runner;
+    let mut problems: Vec<String> = foreign
+        .failed
+        .iter()
+        .map(|v| format!("{runner} recorded version {v} as failed (dirty): it is partly applied; repair it and its row first"))
+        .collect();
+    let find = |text: &str| {
+        let version = key_version(kind, text)?;
+        files.iter().find(|f| f.version.as_ref() == Some(&version))
+    };
+    let mut selected = Vec::new();
+    for text in &foreign.applied {
+        match find(text) {
+            Some(file) if runner.records_current_only() => {
+                // Its one row is the current version: every file up to it is applied.
+                let upto = file.version.clone();
+                selected.extend(
+                    files
+                        .iter()
+                        .filter(|f| f.version.is_some() && f.version <= upto)
+                        .filter_map(MigrationFile::key),
+                );
+            }
+            Some(file) => selected.extend(file.key()),
+            None => problems.push(format!(
+                "{runner} recorded version {text} but no file of the directory has it"
+            )),
+        }
+    }
+    if problems.is_empty() {
+        Ok(selected)
+    } else {
+        Err(MigrateError::RunnerMismatch { runner, problems })
+    }
+}
+
+/// The file of the version sqlx recorded (sqlx keys by `BIGINT`).
+fn sqlx_file(files: &[MigrationFile], version: i64) -> Option<&MigrationFile> {
+    files
+        .iter()
+        .find(|f| f.version.as_ref().and_then(|v| v.as_i64()) == Some(version))
+}
+
 /// Records the files in one transaction.
 async fn record(
     client: &tokio_postgres::Client,
-    files: &[(&super::MigrationFile, String)],
+    files: &[(&MigrationFile, String)],
     how: &str,
 ) -> Result<(), MigrateError> {
     let db = |what: &'static str| move |source| MigrateError::Database { what, source };
@@ -300,7 +381,7 @@ async fn record(
         .map_err(db("starting the baseline transaction"))?;
     for (file, checksum) in files {
         if let Err(err) =
-            history::record_baselined(client, file.version, &file.name, checksum, how).await
+            history::record_baselined(client, &file.label(), &file.name, checksum, how).await
         {
             let _ = client.batch_execute("ROLLBACK").await;
             return Err(err);

@@ -15,7 +15,7 @@ pub enum MigrateError {
         source: std::io::Error,
     },
     /// A `.sql` file without a leading version number.
-    #[error("{file}: a migration file name must start with its version number (NNNN_name.sql)")]
+    #[error("{file}: a migration file name must start with its version number (NNNN_name.sql, V1__name.sql)")]
     Unnumbered {
         /// The file.
         file: String,
@@ -23,25 +23,25 @@ pub enum MigrateError {
     /// The directory's layout is mixed or ambiguous.
     #[error(transparent)]
     Layout(crate::layout::LayoutError),
-    /// A version the history table cannot key (Flyway's dotted versions).
-    #[error("{file}: version {version} has several parts; pgshift's history keys migrations by one integer version, so dotted Flyway versions are not applied yet (rename to V<integer>__…)")]
-    UnsupportedVersion {
-        /// The file.
-        file: String,
-        /// The version as written.
-        version: String,
+    /// A directory with no migration file that any layout reads.
+    #[error("{dir}: no migration file that a known layout reads (numbered, sqlx, golang-migrate, pop, dbmate, goose, Flyway, diesel folders): {found}; nothing was run")]
+    NothingToRead {
+        /// The directory.
+        dir: String,
+        /// What it holds.
+        found: String,
     },
     /// `--baseline VERSION` names a version no file has.
     #[error("--baseline {version}: no migration file has version {version}; nothing was recorded")]
     BaselineVersionUnknown {
         /// The version asked for.
-        version: i64,
+        version: String,
     },
     /// A file to baseline has a history row that is not done.
-    #[error("version {version} is in pgshift.migrations as {outcome}, not applied: run migrate to finish it before baselining; nothing was recorded")]
+    #[error("{version} is in pgshift.migrations as {outcome}, not applied: run migrate to finish it before baselining; nothing was recorded")]
     BaselineConflict {
         /// The version.
-        version: i64,
+        version: String,
         /// Its recorded outcome.
         outcome: String,
     },
@@ -54,11 +54,46 @@ pub enum MigrateError {
         /// Each disagreement.
         mismatches: Vec<super::baseline::SqlxMismatch>,
     },
+    /// A database another runner migrated, with no pgshift history: its files would
+    /// all run again.
+    #[error("this database was migrated by {runner}: {schema}.{table} records {count} applied version{plural}, the newest {newest}{failed}; pgshift has no history here, so migrate would run those files again. Adopt it first: pgshift migrate --baseline {runner} {dir} (records them as applied without running them); nothing was run", plural = if *count == 1 { "" } else { "s" }, failed = if failed.is_empty() { String::new() } else { format!(", and {} as failed ({})", failed.len(), failed.join(", ")) })]
+    ForeignHistory {
+        /// The runner.
+        runner: super::adopt::Runner,
+        /// The schema of its table.
+        schema: String,
+        /// Its table.
+        table: &'static str,
+        /// How many versions it records as applied.
+        count: usize,
+        /// The newest of them.
+        newest: String,
+        /// The versions it records as failed.
+        failed: Vec<String>,
+        /// The directory as given.
+        dir: String,
+    },
+    /// `--baseline RUNNER` without the runner's table.
+    #[error("--baseline {runner}: no {table} table of {runner} in this database; use --baseline VERSION instead; nothing was recorded")]
+    RunnerTableMissing {
+        /// The runner.
+        runner: super::adopt::Runner,
+        /// Its table.
+        table: &'static str,
+    },
+    /// A runner's record and the directory disagree.
+    #[error("--baseline {runner}: {runner}'s history and the directory disagree, so nothing was recorded:{}", problems.iter().map(|p| format!("\n  {p}")).collect::<String>())]
+    RunnerMismatch {
+        /// The runner.
+        runner: super::adopt::Runner,
+        /// Each disagreement.
+        problems: Vec<String>,
+    },
     /// Two files with one version.
     #[error("version {version} is used twice: {first} and {second}")]
     DuplicateVersion {
         /// The version.
-        version: i64,
+        version: String,
         /// One file.
         first: String,
         /// The other.
@@ -68,23 +103,23 @@ pub enum MigrateError {
     #[error("no migration between versions {after} and {next}: a file may be missing (pass --allow-gaps if the numbering has gaps on purpose)")]
     Gap {
         /// The version before the gap.
-        after: i64,
+        after: String,
         /// The version after it.
-        next: i64,
+        next: String,
     },
     /// A pending file older than an applied one.
     #[error("version {version} is pending but version {applied} is already applied: applying it now would change the order (pass --allow-out-of-order to apply it anyway)")]
     OutOfOrder {
         /// The pending version.
-        version: i64,
+        version: String,
         /// The newest applied version.
-        applied: i64,
+        applied: String,
     },
     /// An applied file changed afterwards.
-    #[error("version {version} ({name}) was applied with checksum {recorded}, but the file now has checksum {current}: an applied migration must not change; write a new one")]
+    #[error("{version} ({name}) was applied with checksum {recorded}, but the file now has checksum {current}: an applied migration must not change; write a new one")]
     ChangedAfterApply {
         /// The version.
-        version: i64,
+        version: String,
         /// Its name.
         name: String,
         /// The checksum recorded when it was applied.
@@ -99,10 +134,10 @@ pub enum MigrateError {
         holder: Option<i32>,
     },
     /// A history row cannot be read back.
-    #[error("the history row of version {version} is not readable: {reason}")]
+    #[error("the history row of {version} is not readable: {reason}")]
     CorruptHistory {
         /// The version.
-        version: i64,
+        version: String,
         /// What is wrong.
         reason: String,
     },

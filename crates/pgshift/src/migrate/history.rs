@@ -1,6 +1,13 @@
-//! The history table in the engine-owned schema `pgshift`: one row per migration
-//! file, recording its checksum, the exact units planned for it, how many committed,
-//! and how it ended.
+//! The history table in the engine-owned schema `pgshift`: one row per run of a
+//! migration file, recording its checksum, the exact units planned for it, how many
+//! committed, and how it ended.
+//!
+//! Rows are keyed so that every layout fits: `version` is the version's canonical text
+//! ([`crate::layout::Version::key`]: `7`, `1.1`, `20230101000000`), unique; a Flyway
+//! repeatable has no version (`NULL`) and is found by its name, its newest row
+//! (`id`) saying which checksum last ran. A table of the first format (`version
+//! bigint PRIMARY KEY`) is upgraded in place, in one transaction: each version becomes
+//! its text (which is its key), and every other column keeps its value.
 //!
 //! A unit's record is written in the unit's own transaction (see
 //! [`crate::exec::Ledger`]), so the history says exactly which units committed, even
@@ -15,7 +22,8 @@ use crate::exec::Scheduled;
 const ENSURE: &str = "
 CREATE SCHEMA IF NOT EXISTS pgshift;
 CREATE TABLE IF NOT EXISTS pgshift.migrations (
-    version bigint PRIMARY KEY,
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    version text,
     name text NOT NULL,
     checksum text NOT NULL,
     units jsonb NOT NULL,
@@ -27,15 +35,31 @@ CREATE TABLE IF NOT EXISTS pgshift.migrations (
     finished_at timestamptz,
     pgshift_version text NOT NULL
 );
-COMMENT ON TABLE pgshift.migrations IS 'pgshift migrate history: one row per migration file';
+COMMENT ON TABLE pgshift.migrations IS 'pgshift migrate history: one row per run of a migration file';
 ALTER TABLE pgshift.migrations ADD COLUMN IF NOT EXISTS baselined text;
 COMMENT ON COLUMN pgshift.migrations.baselined IS 'set when the file was recorded as applied without being run (migrate --baseline): how';";
+
+/// Upgrades a table of the first format (`version bigint PRIMARY KEY`); `{pkey}` is
+/// replaced by the quoted name of its primary key.
+const UPGRADE: &str = "
+ALTER TABLE pgshift.migrations DROP CONSTRAINT {pkey};
+ALTER TABLE pgshift.migrations ALTER COLUMN version DROP NOT NULL,
+    ALTER COLUMN version TYPE text USING version::pg_catalog.text;
+ALTER TABLE pgshift.migrations ADD COLUMN id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY;";
+
+/// The one row per version, and the comment saying what a missing version means.
+const KEYS: &str = "
+CREATE UNIQUE INDEX IF NOT EXISTS migrations_version_key ON pgshift.migrations (version);
+COMMENT ON COLUMN pgshift.migrations.version IS 'the version as pgshift keys it (7, 1.1, 20230101000000); NULL: a repeatable migration (R__name), one row per run';";
 
 /// One history row.
 #[derive(Clone, Debug)]
 pub struct HistoryRow {
-    /// The file's version.
-    pub version: i64,
+    /// The row's id (`None` only when read from a table of the first format, which a
+    /// dry run does not upgrade).
+    pub id: Option<i64>,
+    /// The file's version key; `None` for a repeatable migration.
+    pub version: Option<String>,
     /// The file's name.
     pub name: String,
     /// The sha-256 of the file's bytes, in hex.
@@ -53,6 +77,24 @@ pub struct HistoryRow {
     /// How the file was recorded as applied without pgshift running it
     /// (`--baseline`), when it was.
     pub baselined: Option<String>,
+}
+
+impl HistoryRow {
+    /// How people name the row's file: `version 7`, `repeatable R__views`.
+    pub fn describe(&self) -> String {
+        match &self.version {
+            Some(version) => format!("version {version}"),
+            None => format!("repeatable R__{}", self.name),
+        }
+    }
+
+    /// Its id, which every row of an upgraded table has.
+    pub fn id(&self) -> Result<i64, MigrateError> {
+        self.id.ok_or_else(|| MigrateError::CorruptHistory {
+            version: self.describe(),
+            reason: "the row has no id: the history table was not upgraded".to_owned(),
+        })
+    }
 }
 
 fn db(what: &'static str) -> impl FnOnce(tokio_postgres::Error) -> MigrateError {
@@ -102,49 +144,88 @@ pub async fn unlock(client: &Client) -> Result<(), MigrateError> {
     Ok(())
 }
 
-/// Creates the history table when missing.
+/// Creates the history table when missing, and upgrades one of the first format, in
+/// one transaction.
 pub async fn ensure(client: &Client) -> Result<(), MigrateError> {
+    let what = "creating the history table pgshift.migrations";
     client
-        .batch_execute(&format!(
-            "BEGIN; SET LOCAL lock_timeout = 2000; {ENSURE} COMMIT;"
-        ))
+        .batch_execute(&format!("BEGIN; SET LOCAL lock_timeout = 2000; {ENSURE}"))
         .await
-        .map_err(db("creating the history table pgshift.migrations"))
+        .map_err(db(what))?;
+    let result = async {
+        if let Some(pkey) = first_format_key(client).await? {
+            let upgrade = UPGRADE.replace("{pkey}", &pgshift_sql::quote_ident(&pkey));
+            client
+                .batch_execute(&upgrade)
+                .await
+                .map_err(db("upgrading pgshift.migrations to text versions"))?;
+        }
+        client.batch_execute(KEYS).await.map_err(db(what))?;
+        client.batch_execute("COMMIT").await.map_err(db(what))
+    }
+    .await;
+    if result.is_err() {
+        let _ = client.batch_execute("ROLLBACK").await;
+    }
+    result
 }
 
-/// Every history row, by version.
+/// The name of the primary key of a history table of the first format (`version
+/// bigint`), `None` for a table of the current one.
+async fn first_format_key(client: &Client) -> Result<Option<String>, MigrateError> {
+    let row = client
+        .query_opt(
+            "SELECT c.conname::pg_catalog.text FROM pg_catalog.pg_attribute a \
+               JOIN pg_catalog.pg_constraint c ON c.conrelid OPERATOR(pg_catalog.=) a.attrelid \
+                AND c.contype OPERATOR(pg_catalog.=) 'p' \
+              WHERE a.attrelid OPERATOR(pg_catalog.=) 'pgshift.migrations'::pg_catalog.regclass \
+                AND a.attname OPERATOR(pg_catalog.=) 'version' \
+                AND a.atttypid OPERATOR(pg_catalog.=) 'pg_catalog.int8'::pg_catalog.regtype \
+                AND c.conkey OPERATOR(pg_catalog.=) ARRAY[a.attnum]::pg_catalog.int2[]",
+            &[],
+        )
+        .await
+        .map_err(db("reading the format of pgshift.migrations"))?;
+    Ok(row.map(|row| row.get(0)))
+}
+
+/// Every history row, in the order they were written.
 pub async fn rows(client: &Client) -> Result<Vec<HistoryRow>, MigrateError> {
     let rows = client
         .query(
-            // `baselined` is read through to_jsonb so that a history table created by
-            // an older pgshift (without the column) still reads, as in `--dry-run`.
-            "SELECT version, name, checksum, units::pg_catalog.text, units_total, units_committed, outcome, error, \
+            // `id` and `baselined` are read through to_jsonb and `version` as text, so
+            // that a history table of an older format (which a dry run does not
+            // upgrade) still reads.
+            "SELECT (pg_catalog.to_jsonb(m) OPERATOR(pg_catalog.->>) 'id')::pg_catalog.int8, \
+                    version::pg_catalog.text, name, checksum, units::pg_catalog.text, units_total, units_committed, outcome, error, \
                     pg_catalog.to_jsonb(m) OPERATOR(pg_catalog.->>) 'baselined' \
-               FROM pgshift.migrations m ORDER BY version",
+               FROM pgshift.migrations m \
+              ORDER BY (pg_catalog.to_jsonb(m) OPERATOR(pg_catalog.->>) 'id')::pg_catalog.int8, version",
             &[],
         )
         .await
         .map_err(db("reading pgshift.migrations"))?;
     rows.into_iter()
         .map(|row| {
-            let version: i64 = row.get(0);
-            let units: String = row.get(3);
-            let items =
+            let mut history = HistoryRow {
+                id: row.get(0),
+                version: row.get(1),
+                name: row.get(2),
+                checksum: row.get(3),
+                items: Vec::new(),
+                units_total: row.get(5),
+                units_committed: row.get(6),
+                outcome: row.get(7),
+                error: row.get(8),
+                baselined: row.get(9),
+            };
+            let units: String = row.get(4);
+            history.items =
                 serde_json::from_str(&units).map_err(|err| MigrateError::CorruptHistory {
-                    version,
+                    version: history.describe(),
                     reason: err.to_string(),
                 })?;
-            Ok(HistoryRow {
-                version,
-                name: row.get(1),
-                checksum: row.get(2),
-                items,
-                units_total: row.get(4),
-                units_committed: row.get(5),
-                outcome: row.get(6),
-                error: row.get(7),
-                baselined: row.get(8),
-            })
+            Ok(history)
         })
         .collect()
 }
@@ -165,7 +246,7 @@ pub async fn checksum(client: &Client, bytes: &[u8]) -> Result<String, MigrateEr
 /// `done`, and how it was baselined.
 pub async fn record_baselined(
     client: &Client,
-    version: i64,
+    version: &str,
     name: &str,
     checksum: &str,
     how: &str,
@@ -181,26 +262,29 @@ pub async fn record_baselined(
     Ok(())
 }
 
-/// Records that a file starts, with its planned units.
+/// Records that a file starts, with its planned units; returns the row's id.
 pub async fn start(
     client: &Client,
-    version: i64,
+    version: Option<&str>,
     name: &str,
     checksum: &str,
     items: &[Scheduled],
-) -> Result<(), MigrateError> {
+) -> Result<i64, MigrateError> {
     let units_total = items
         .iter()
         .filter(|item| matches!(item, Scheduled::Unit { .. }))
         .count();
     let units = serde_json::to_string(items).map_err(|err| MigrateError::CorruptHistory {
-        version,
+        version: version.map_or_else(
+            || format!("repeatable R__{name}"),
+            |v| format!("version {v}"),
+        ),
         reason: err.to_string(),
     })?;
-    client
-        .execute(
+    let row = client
+        .query_one(
             "INSERT INTO pgshift.migrations (version, name, checksum, units, units_total, outcome, pgshift_version) \
-             VALUES ($1, $2, $3, $4::pg_catalog.text::pg_catalog.jsonb, $5, 'running', $6)",
+             VALUES ($1, $2, $3, $4::pg_catalog.text::pg_catalog.jsonb, $5, 'running', $6) RETURNING id",
             &[
                 &version,
                 &name,
@@ -212,41 +296,50 @@ pub async fn start(
         )
         .await
         .map_err(db("recording the start of a migration"))?;
-    Ok(())
+    Ok(row.get(0))
 }
 
-/// The SQL recording that `committed` units of `version` have committed; only
-/// integers are formatted into it.
-pub fn record_sql(version: i64, committed: usize) -> String {
-    format!("UPDATE pgshift.migrations SET units_committed = {committed} WHERE version = {version}")
+/// The SQL recording that `committed` units of row `id` have committed; only integers
+/// are formatted into it.
+pub fn record_sql(id: i64, committed: usize) -> String {
+    format!("UPDATE pgshift.migrations SET units_committed = {committed} WHERE id = {id}")
 }
 
-/// Marks a file running again (a resumed run).
-pub async fn resume(client: &Client, version: i64) -> Result<(), MigrateError> {
+/// Marks a row running again (a resumed run).
+pub async fn resume(client: &Client, id: i64) -> Result<(), MigrateError> {
     client
         .execute(
-            "UPDATE pgshift.migrations SET outcome = 'running', error = NULL, finished_at = NULL WHERE version = $1",
-            &[&version],
+            "UPDATE pgshift.migrations SET outcome = 'running', error = NULL, finished_at = NULL WHERE id = $1",
+            &[&id],
         )
         .await
         .map_err(db("recording a resumed migration"))?;
     Ok(())
 }
 
-/// Records how a file ended.
+/// Records how a row's run ended.
 pub async fn finish(
     client: &Client,
-    version: i64,
+    id: i64,
     done: bool,
     error: Option<&str>,
 ) -> Result<(), MigrateError> {
     let outcome = if done { "done" } else { "failed" };
     client
         .execute(
-            "UPDATE pgshift.migrations SET outcome = $2, error = $3, finished_at = pg_catalog.now() WHERE version = $1",
-            &[&version, &outcome, &error],
+            "UPDATE pgshift.migrations SET outcome = $2, error = $3, finished_at = pg_catalog.now() WHERE id = $1",
+            &[&id, &outcome, &error],
         )
         .await
         .map_err(db("recording the end of a migration"))?;
+    Ok(())
+}
+
+/// Deletes row `id`.
+pub async fn forget(client: &Client, id: i64, what: &'static str) -> Result<(), MigrateError> {
+    client
+        .execute("DELETE FROM pgshift.migrations WHERE id = $1", &[&id])
+        .await
+        .map_err(db(what))?;
     Ok(())
 }

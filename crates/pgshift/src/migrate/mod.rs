@@ -7,8 +7,11 @@
 //! one (unless allowed) stops the run before anything happens; an applied file whose
 //! checksum changed is refused; one runner at a time (a session advisory lock, not
 //! waited for); a failed file stops the run and is resumed from its first unit that
-//! did not commit when the run is repeated.
+//! did not commit when the run is repeated. A database another runner migrated, with no
+//! pgshift history, is refused once, naming the runner and `--baseline RUNNER`
+//! ([`adopt`]).
 
+pub mod adopt;
 pub mod baseline;
 pub mod directory;
 pub mod error;

@@ -1,11 +1,21 @@
 //! The files of a run before anything runs: each read once, its checksum taken and
 //! compared with the history (an applied file that changed stops the run before
-//! anything is written), and parsed into statements for planning.
+//! anything is written), and its forward SQL parsed into statements for planning.
+//!
+//! A file's row in the history is the row of its version, or for a repeatable the
+//! newest row of its name: a repeatable is applied when that row is done with the
+//! file's current checksum, and runs again when the checksum changed.
+//!
+//! The runner's transaction rule for the file (its layout's: diesel's metadata.toml,
+//! dbmate's and goose's markers, Flyway's detection) reaches the planner as pgshift's
+//! own marker, `-- pgshift:no-transaction` before the first statement, which every
+//! planning step reads (`crate::script::transaction_mode_for`).
 
 use super::directory::MigrationFile;
 use super::error::MigrateError;
 use super::history::{self, HistoryRow};
 use crate::exec::allow_blocking;
+use crate::layout::forward_sql;
 use crate::plan::PlanInput;
 use crate::script::{analyze, transaction_mode_for, Knowledge, TransactionMode};
 use pgshift_sql::QualifiedName;
@@ -24,9 +34,11 @@ pub(super) struct Source<'a> {
 }
 
 impl Source<'_> {
-    /// Whether the history says it is applied.
+    /// Whether the history says it is applied (a repeatable: with these very bytes).
     pub fn applied(&self) -> bool {
-        self.row.is_some_and(|row| row.outcome == "done")
+        self.row.is_some_and(|row| {
+            row.outcome == "done" && (!self.file.repeatable() || row.checksum == self.checksum)
+        })
     }
 
     /// Its history row, when that row is of these very bytes and not done: the run of
@@ -46,16 +58,23 @@ pub(super) async fn read_all<'a>(
 ) -> Result<Vec<Source<'a>>, MigrateError> {
     let mut sources = Vec::with_capacity(files.len());
     for file in files {
-        let row = rows.iter().find(|row| row.version == file.version);
+        let row = row_of(file, rows);
         let bytes = std::fs::read(&file.path).map_err(|err| format!("cannot read: {err}"));
         let checksum = match &bytes {
             Ok(bytes) => history::checksum(client, bytes).await?,
             Err(_) => String::new(),
         };
         if let (Some(row), Ok(_)) = (row, &bytes) {
-            if row.checksum != checksum && (row.outcome == "done" || row.units_committed > 0) {
+            // A repeatable that changed after it ran runs again; one that changed
+            // part-way through a run cannot be finished.
+            let kept = if file.repeatable() {
+                row.outcome != "done" && row.units_committed > 0
+            } else {
+                row.outcome == "done" || row.units_committed > 0
+            };
+            if row.checksum != checksum && kept {
                 return Err(MigrateError::ChangedAfterApply {
-                    version: row.version,
+                    version: row.describe(),
                     name: row.name.clone(),
                     recorded: row.checksum.clone(),
                     current: checksum,
@@ -72,7 +91,21 @@ pub(super) async fn read_all<'a>(
     Ok(sources)
 }
 
-/// Decodes and parses a file; `Err(message)` when the file itself is unusable.
+/// The history row of a file: its version's, or a repeatable's newest by name.
+pub(super) fn row_of<'a>(file: &MigrationFile, rows: &'a [HistoryRow]) -> Option<&'a HistoryRow> {
+    match file.key() {
+        Some(key) => rows
+            .iter()
+            .find(|row| row.version.as_deref() == Some(key.as_str())),
+        None => rows
+            .iter()
+            .rev()
+            .find(|row| row.version.is_none() && row.name == file.name),
+    }
+}
+
+/// Decodes a file and parses its forward SQL; `Err(message)` when the file itself is
+/// unusable.
 pub(super) fn parse(source: &Source<'_>, max_file_bytes: u64) -> Result<PlanInput, String> {
     let bytes = source.bytes.as_ref().map_err(Clone::clone)?;
     if bytes.len() as u64 > max_file_bytes {
@@ -83,12 +116,14 @@ pub(super) fn parse(source: &Source<'_>, max_file_bytes: u64) -> Result<PlanInpu
     }
     let decoded = crate::source::decode(source.file.path.display().to_string(), bytes.clone())
         .map_err(|err| err.to_string())?;
-    let statements = pgshift_sql::parse(&decoded.text).map_err(|err| {
-        let at = err
-            .position()
-            .map_or_else(String::new, |p| format!("{}:{}: ", p.line, p.column));
-        format!("{at}{err}")
-    })?;
+    let forward =
+        forward_sql(source.file.form, source.file.transaction, &decoded.text).map_err(|err| {
+            let at = err
+                .position()
+                .map_or_else(String::new, |p| format!("{}:{}: ", p.line, p.column));
+            format!("{at}{err}")
+        })?;
+    let statements = forward.marked_statements();
     Ok(PlanInput {
         path: decoded.path,
         statements,

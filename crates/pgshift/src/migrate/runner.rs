@@ -7,7 +7,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::directory::{check_no_gaps, scan_layout, MigrationFile};
+use super::adopt;
+use super::directory::{check_no_gaps, key_version, scan_layout, MigrationFile};
 use super::error::MigrateError;
 use super::history::{self, HistoryRow};
 use super::pending::{self, Source};
@@ -17,9 +18,9 @@ use crate::exec::{
     interrupt, run_schedule, schedule, ApplyOptions, ApplyVerdict, Ledger, Outcome, Progress,
     Schedule, ScheduleOptions, Sessions, Sleeper,
 };
-use crate::layout::LayoutReport;
+use crate::layout::{LayoutKind, LayoutReport};
 use crate::plan::{plan_with, PlanOptions};
-use crate::script::{Script, TransactionMode};
+use crate::script::{transaction_mode_for, Script, TransactionMode};
 
 /// Options of a run.
 #[derive(Clone, Debug)]
@@ -62,8 +63,9 @@ pub enum FileStatus {
 /// One file of the run.
 #[derive(Clone, Debug, Serialize)]
 pub struct FileRun {
-    /// Its version.
-    pub version: i64,
+    /// Its version as the history keys it (`7`, `1.1`, `20230101000000`); `None` for
+    /// a repeatable migration (Flyway's `R__name.sql`).
+    pub version: Option<String>,
     /// Its name.
     pub name: String,
     /// Its path.
@@ -80,6 +82,8 @@ pub struct FileRun {
     pub verdict: Option<ApplyVerdict>,
     /// A problem with the file itself (unreadable, unparsable).
     pub error: Option<String>,
+    /// How the project's runner runs the file (its layout's rule), when it was read.
+    pub runner_transaction: Option<TransactionMode>,
     /// When pgshift runs the file as more units than its runner had transactions.
     pub split: Option<Split>,
     /// How the file was recorded without being run (`--baseline`), when it was.
@@ -124,7 +128,7 @@ pub struct MigrateVerdict {
 impl FileRun {
     fn new(file: &MigrationFile) -> Self {
         FileRun {
-            version: file.version,
+            version: file.key(),
             name: file.name.clone(),
             path: file.path.display().to_string(),
             status: FileStatus::NotRun,
@@ -133,6 +137,7 @@ impl FileRun {
             schedule: None,
             verdict: None,
             error: None,
+            runner_transaction: None,
             split: None,
             baselined: None,
             procedural: Vec::new(),
@@ -155,6 +160,7 @@ pub async fn migrate(
         check_no_gaps(&files)?;
     }
     let client = session.client();
+    adopt::refuse_unadopted(session, dir).await?;
     if !options.dry_run {
         history::lock(client).await?;
         history::ensure(client).await?;
@@ -164,7 +170,7 @@ pub async fn migrate(
     } else {
         history::rows(client).await?
     };
-    check_order(&files, &rows, options)?;
+    check_order(layout.kind, &files, &rows, options)?;
     let sources = pending::read_all(client, &files, &rows).await?;
     if options.dry_run {
         return dry_run(session, &sources, options, LayoutReport::of(&layout)).await;
@@ -265,6 +271,7 @@ async fn dry_run(
         } else if verdict.outcome == MigrateOutcome::Planned {
             match pending::parse(source, options.max_file_bytes) {
                 Ok(input) => {
+                    run.runner_transaction = Some(runner_mode(&input));
                     inputs.push(input);
                     planned_files.push((verdict.files.len(), source));
                     run.status = FileStatus::Planned;
@@ -347,8 +354,16 @@ fn schedule_of(script: &Script, options: &MigrateOptions) -> Schedule {
     )
 }
 
-/// Refuses a pending file older than the newest applied one, unless allowed.
+/// How the project's runner runs a parsed file (its layout's rule, carried by the
+/// statements' marker: see `pending`).
+fn runner_mode(input: &crate::plan::PlanInput) -> TransactionMode {
+    transaction_mode_for(&input.statements, TransactionMode::File)
+}
+
+/// Refuses a pending versioned file older than the newest applied one, unless allowed
+/// (repeatables have no version: they always come last).
 fn check_order(
+    kind: LayoutKind,
     files: &[MigrationFile],
     rows: &[HistoryRow],
     options: &MigrateOptions,
@@ -359,18 +374,19 @@ fn check_order(
     let Some(newest) = rows
         .iter()
         .filter(|r| r.outcome == "done")
-        .map(|r| r.version)
+        .filter_map(|r| r.version.as_deref())
+        .filter_map(|key| key_version(kind, key))
         .max()
     else {
         return Ok(());
     };
-    let pending_older = files
-        .iter()
-        .find(|file| file.version < newest && !rows.iter().any(|row| row.version == file.version));
+    let pending_older = files.iter().find(|file| {
+        file.version.as_ref().is_some_and(|v| *v < newest) && pending::row_of(file, rows).is_none()
+    });
     match pending_older {
         Some(file) => Err(MigrateError::OutOfOrder {
-            version: file.version,
-            applied: newest,
+            version: file.label(),
+            applied: newest.key(),
         }),
         None => Ok(()),
     }
@@ -394,6 +410,7 @@ async fn run_file(
         Some(row) => recorded(row),
         None => match pending::parse(source, options.max_file_bytes) {
             Ok(input) => {
+                run.runner_transaction = Some(runner_mode(&input));
                 let planned = plan_with(
                     session,
                     vec![input],
@@ -439,40 +456,47 @@ async fn run_file(
         );
         return Ok(MigrateOutcome::Refused);
     }
-    let committed_before = match resumable {
+    let (id, committed_before) = match resumable {
         Some(row) => {
-            history::resume(client, file.version).await?;
+            let id = row.id()?;
+            history::resume(client, id).await?;
             run.resumed = true;
-            usize::try_from(row.units_committed).unwrap_or(0)
+            (id, usize::try_from(row.units_committed).unwrap_or(0))
         }
         None => {
-            if source.row.is_some() {
+            if let Some(row) = source.row.filter(|row| row.outcome != "done") {
                 // A failed row of an edited file that committed nothing: start over.
-                forget(
+                history::forget(
                     client,
-                    file.version,
+                    row.id()?,
                     "replacing a failed migration that committed nothing",
                 )
                 .await?;
             }
-            history::start(
+            let key = file.key();
+            let id = history::start(
                 client,
-                file.version,
+                key.as_deref(),
                 &file.name,
                 &source.checksum,
                 &planned.items,
             )
             .await?;
-            0
+            (id, 0)
         }
     };
     run.committed_before = committed_before;
-    let version = file.version;
-    let record = move |committed: usize| history::record_sql(version, committed);
+    let record = move |committed: usize| history::record_sql(id, committed);
+    // A versioned file's copy-and-swap runs are labelled by its version (as before
+    // history rows had ids); a repeatable's by its name and row, one label per run.
+    let label = match file.key() {
+        Some(key) => format!("migrate:{key}"),
+        None => format!("migrate:{}@{id}", file.label()),
+    };
     let ledger = Ledger {
         committed_before,
         record: Some(&record),
-        label: Some(format!("migrate:{version}")),
+        label: Some(label),
     };
     let sessions = sessions(session, monitor);
     let verdict = run_schedule(
@@ -486,12 +510,12 @@ async fn run_file(
     .await;
     let outcome = match verdict.outcome {
         Outcome::Done => {
-            history::finish(client, version, true, None).await?;
+            history::finish(client, id, true, None).await?;
             run.status = FileStatus::Applied;
             MigrateOutcome::Done
         }
         Outcome::DoneWithBlocking => {
-            history::finish(client, version, true, None).await?;
+            history::finish(client, id, true, None).await?;
             run.status = FileStatus::AppliedBlocking;
             MigrateOutcome::DoneWithBlocking
         }
@@ -499,40 +523,19 @@ async fn run_file(
             // Refused while running with nothing of the file committed (the lock
             // budget, a table busy with another run): like a file refused before it
             // ran, it is not recorded, and the next run plans it afresh.
-            forget(
-                client,
-                version,
-                "removing the record of a refused migration",
-            )
-            .await?;
+            history::forget(client, id, "removing the record of a refused migration").await?;
             run.status = FileStatus::Refused;
             MigrateOutcome::Refused
         }
         Outcome::Failed => {
             let error = failure_text(&verdict);
-            let _ = history::finish(client, version, false, Some(&error)).await;
+            let _ = history::finish(client, id, false, Some(&error)).await;
             run.status = FileStatus::Failed;
             MigrateOutcome::Failed
         }
     };
     run.verdict = Some(verdict);
     Ok(outcome)
-}
-
-/// Deletes the history row of `version`.
-async fn forget(
-    client: &tokio_postgres::Client,
-    version: i64,
-    what: &'static str,
-) -> Result<(), MigrateError> {
-    client
-        .execute(
-            "DELETE FROM pgshift.migrations WHERE version = $1",
-            &[&version],
-        )
-        .await
-        .map_err(|source| MigrateError::Database { what, source })?;
-    Ok(())
 }
 
 fn sessions<'a>(session: &'a Session, monitor: Option<&'a Session>) -> Sessions<'a> {

@@ -31,36 +31,7 @@ pub async fn find_table(
     search_path: &[String],
     current_user: &str,
 ) -> Result<Option<String>, MigrateError> {
-    let rows = client
-        .query(
-            "SELECT n.nspname::pg_catalog.text FROM pg_catalog.pg_class c \
-               JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
-              WHERE c.relname OPERATOR(pg_catalog.=) '_sqlx_migrations' \
-                AND c.relkind OPERATOR(pg_catalog.=) ANY (ARRAY['r', 'p']::pg_catalog.\"char\"[]) \
-              ORDER BY 1",
-            &[],
-        )
-        .await
-        .map_err(|source| MigrateError::Database {
-            what: "looking for sqlx's _sqlx_migrations table",
-            source,
-        })?;
-    let schemas: Vec<String> = rows.iter().map(|row| row.get(0)).collect();
-    let in_path = search_path
-        .iter()
-        .map(|s| {
-            if s == "$user" {
-                current_user
-            } else {
-                s.as_str()
-            }
-        })
-        .find(|s| schemas.iter().any(|found| found == s));
-    Ok(match (in_path, schemas.as_slice()) {
-        (Some(schema), _) => Some(schema.to_owned()),
-        (None, [only]) => Some(only.clone()),
-        _ => None,
-    })
+    super::adopt::table_schema(client, "_sqlx_migrations", search_path, current_user).await
 }
 
 /// Every row of `schema._sqlx_migrations`, by version.

@@ -373,7 +373,7 @@ pub fn history(db: &str) -> String {
     cluster()
         .psql(
             db,
-            "SELECT version, name, checksum, units_total, units_committed, outcome, coalesce(error, '') FROM pgshift.migrations ORDER BY version",
+            "SELECT version, name, checksum, units_total, units_committed, outcome, coalesce(error, '') FROM pgshift.migrations ORDER BY id",
         )
         .expect("history readable")
 }

@@ -1,0 +1,1 @@
+DROP INDEX CONCURRENTLY ledgers_workspace;

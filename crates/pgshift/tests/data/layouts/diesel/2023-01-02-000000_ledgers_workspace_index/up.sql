@@ -1,0 +1,1 @@
+CREATE INDEX CONCURRENTLY ledgers_workspace ON ledgers (workspace);

@@ -1,0 +1,1 @@
+ALTER TABLE ledgers DROP COLUMN currency;

@@ -1,0 +1,1 @@
+CREATE INDEX ledgers_workspace ON ledgers (workspace);

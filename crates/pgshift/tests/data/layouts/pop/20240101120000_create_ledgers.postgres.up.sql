@@ -1,0 +1,1 @@
+CREATE TABLE ledgers (id bigint PRIMARY KEY, workspace text NOT NULL);
