@@ -89,6 +89,11 @@ fn plan_and_migrate_say_the_layout_the_split_and_the_baseline() {
                 .join("20240101120000_create_ledgers.up.sql"),
         )
         .expect("the first file, applied by another runner");
+    // A ledger in use: on an empty table the last file would run whole, as sqlx runs
+    // it (TX-2), and nothing would be split.
+    cluster
+        .psql(&db, "INSERT INTO ledgers (workspace) VALUES ('acme');")
+        .expect("a row");
     let url = cluster.connection_string(&db);
 
     let plan = pgshift(&["plan", "--url", &url, "--format", "json", SQLX]);

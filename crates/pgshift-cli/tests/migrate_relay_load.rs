@@ -267,11 +267,10 @@ fn the_whole_directory_on_a_fresh_install_matches_a_native_run() {
             assert!(said.contains(why), "file {version}: {said}");
         }
     }
-    // 0034's hidden rewrite ran through copy-and-swap (events has no rows here).
-    assert_eq!(
-        copy_and_swap_runs(&last, 34),
-        [("\"public\".\"events\"".to_owned(), "done".to_owned(), 0)]
-    );
+    // 0034's hidden rewrite ran as written: events has no rows here (TX-2), so
+    // there is nothing to copy and no writer to hold up.
+    let runs = copy_and_swap_runs(&last, 34);
+    assert!(runs.is_empty(), "{runs:?}");
 
     let live_catalog = catalog_as_native(&live, &native);
     // A fresh install: 0036 changed d_tag (events had no rows).

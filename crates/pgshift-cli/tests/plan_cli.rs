@@ -17,6 +17,11 @@ fn relay() -> (&'static Cluster, &'static str) {
         cluster
             .psql_file(&db, workspace_root().join("workloads/relay/schema.sql"))
             .expect("relay schema loads");
+        // Rows: on empty tables every blocking form runs as written (TX-2), and these
+        // tests are about the routes a table in use gets.
+        cluster
+            .psql_file(&db, workspace_root().join("workloads/relay/seed.sql"))
+            .expect("relay seed loads");
         cluster
             .psql(&db, "ANALYZE; CREATE ROLE planner LOGIN PASSWORD 's3cret-Pa55'; GRANT pg_read_all_data TO planner;")
             .expect("setup");

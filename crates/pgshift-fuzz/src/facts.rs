@@ -241,6 +241,7 @@ fn relation(
         triggers: (0..count(choices, 3))
             .map(|_| trigger(words, choices))
             .collect(),
+        schema_constraint_names: Vec::new(),
         foreign_keys_out: (0..count(choices, 2))
             .map(|_| foreign_key(&qualified, words, choices, true))
             .collect(),

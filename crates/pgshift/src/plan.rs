@@ -27,7 +27,9 @@ use crate::lock::{ObjectClass, ObjectRef};
 use crate::procedural::{ProceduralError, ProceduralOptions, ProceduralVerdict};
 use crate::refusal::{Refusal, RefusalCause};
 use crate::route::Route;
-use crate::script::{analyze, transaction_mode_for, Knowledge, Script, TransactionMode};
+use crate::script::{
+    analyze, analyze_evolving, transaction_mode_for, Knowledge, Script, TransactionMode,
+};
 use pgshift_sql::{QualifiedName, Statement};
 
 /// One parsed input file to plan.
@@ -153,6 +155,8 @@ pub async fn plan_with(
         copy_and_swap: true,
     };
     let mut created_in_run: BTreeSet<QualifiedName> = BTreeSet::new();
+    // INV: CO-12 — each file starts from the catalog the files before it leave.
+    let mut evolving = Some(std::borrow::Cow::Borrowed(&snapshot));
     let mut files = Vec::with_capacity(inputs.len());
     for (file_index, input) in inputs.into_iter().enumerate() {
         let verdicts = procedural
@@ -165,7 +169,7 @@ pub async fn plan_with(
             server_version_num,
             created_earlier: Some(&created_in_run),
         };
-        let mut script = analyze(input.statements, mode, knowledge);
+        let mut script = analyze_evolving(input.statements, mode, knowledge, &mut evolving);
         let mut verdicts = verdicts;
         by_trace(&mut script, &mut verdicts);
         for item in &script.statements {
@@ -358,15 +362,12 @@ fn fold(script: &mut Script, schedule: &Schedule, snapshot: &CatalogSnapshot) {
                 if let Some(item) = script.statements.get_mut(index) {
                     // The block runs each of its statements as written: a safer
                     // sequence or copy-and-swap it would need elsewhere is not used.
-                    if matches!(
-                        item.classification.route,
-                        Route::NativeSequence { .. } | Route::CopyAndSwap
-                    ) {
+                    if item.classification.route != Route::Native {
                         item.classification.route = Route::Native;
                     }
                     push_reason(
                         &mut item.classification.reasons,
-                        "runs whole as one transaction, as written: every table its block locks is empty here (TX-1)"
+                        "runs as written: every table its unit blocks writes on is new or empty here (TX-1, TX-2)"
                             .to_owned(),
                     );
                 }

@@ -9,6 +9,7 @@
 //! [`TransactionMode::Statement`], where each statement commits on its own unless an
 //! explicit `BEGIN … COMMIT` groups them.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use serde::Serialize;
@@ -133,7 +134,9 @@ pub struct Script {
 }
 
 /// Session state while walking a file.
-struct Walk {
+struct Walk<'f> {
+    /// The catalog as the statements so far leave it ([`crate::catalog::evolve`]).
+    facts: Option<Cow<'f, CatalogSnapshot>>,
     mode: TransactionMode,
     open: Option<usize>,
     session_lock_timeout: Option<u64>,
@@ -146,7 +149,7 @@ struct Walk {
     transactions: Vec<Transaction>,
 }
 
-impl Walk {
+impl Walk<'_> {
     fn begin(&mut self, explicit: bool) -> usize {
         self.transactions.push(Transaction {
             explicit,
@@ -192,13 +195,27 @@ impl Knowledge<'_> {
 }
 
 /// Analyses a file's statements in order, each classified with `knowledge` and with
-/// what earlier statements of the file did.
+/// what earlier statements of the file did: each is judged in the catalog the
+/// statements before it leave.
 pub fn analyze(
     statements: Vec<Statement>,
     mode: TransactionMode,
     knowledge: Knowledge<'_>,
 ) -> Script {
+    let mut facts = knowledge.facts.map(Cow::Borrowed);
+    analyze_evolving(statements, mode, knowledge, &mut facts)
+}
+
+/// [`analyze`], starting from `facts` (in place of `knowledge.facts`) and leaving in it
+/// the catalog as the file leaves it, for the files after it in the same run.
+pub fn analyze_evolving<'f>(
+    statements: Vec<Statement>,
+    mode: TransactionMode,
+    knowledge: Knowledge<'_>,
+    facts: &mut Option<Cow<'f, CatalogSnapshot>>,
+) -> Script {
     let mut walk = Walk {
+        facts: facts.take(),
         mode,
         open: None,
         session_lock_timeout: None,
@@ -215,7 +232,7 @@ pub fn analyze(
     let mut analyzed = Vec::with_capacity(statements.len());
     for (index, statement) in statements.into_iter().enumerate() {
         let context = Context {
-            facts: knowledge.facts,
+            facts: walk.facts.as_deref(),
             server_version_num: knowledge.server_version_num,
             created_earlier: Some(&walk.created),
             in_transaction: walk.open.is_some(),
@@ -233,9 +250,16 @@ pub fn analyze(
             if context.is_new(&lock.relation) || live.iter().any(|v| v.relation == lock.relation) {
                 continue;
             }
-            live.extend(live_volume(knowledge.facts, &lock.relation));
+            live.extend(live_volume(walk.facts.as_deref(), &lock.relation));
         }
         walk.added_columns.extend(classification.added_columns());
+        // Declared facts (a schema file) are not a state the file starts from.
+        if let Some(facts) = walk.facts.as_mut().filter(|f| !f.is_declared()) {
+            // INV: CO-12 — each statement is judged in the catalog the ones before it
+            // leave: its renames, drops and type changes are applied here.
+            let evolved = crate::catalog::evolve::evolve(facts.to_mut(), &statement, &walk.created);
+            walk.added_columns.extend(evolved.retyped_columns);
+        }
         let mut item = AnalyzedStatement {
             statement,
             classification,
@@ -263,6 +287,7 @@ pub fn analyze(
     walk.transactions
         .retain(|transaction| transaction.statements.len() > 1 || transaction.explicit);
     renumber(&mut analyzed, &walk.transactions);
+    *facts = walk.facts;
     Script {
         mode,
         statements: analyzed,

@@ -83,7 +83,12 @@ async fn a_failed_file_stops_the_run_and_resumes_where_it_stopped() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn inv_st_1_a_lost_connection_leaves_a_truthful_history_and_resumes() {
-    let db = database("lost", "CREATE TABLE items (id bigint PRIMARY KEY);");
+    // A row, so that the file is split into units (on an empty table it would run
+    // whole, as its runner runs it: TX-2).
+    let db = database(
+        "lost",
+        "CREATE TABLE items (id bigint PRIMARY KEY); INSERT INTO items VALUES (1);",
+    );
     let dir = temp_dir("lost");
     std::fs::write(
         dir.join("0001_slow.sql"),
@@ -288,12 +293,7 @@ async fn a_rewrite_runs_through_copy_and_swap_and_is_found_again_after_a_crash()
         "ALTER TABLE items ALTER COLUMN qty TYPE bigint USING qty + 1;\nALTER TABLE items ADD COLUMN note text;",
     )
     .expect("write");
-    let mut options = migrate_options();
-    options.apply.copy_and_swap = Some(pgshift::exec::CasSettings {
-        spec: common::cas::spec(&db),
-        options: common::cas::options(pgshift::cas::Mode::Live),
-        standbys: Vec::new(),
-    });
+    let options = migrate_options_with_cas(&db);
 
     // The process "died" after the swap of unit 1 but before its history record: the
     // run with the unit's label is done, the history says nothing of it.

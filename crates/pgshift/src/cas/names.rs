@@ -6,6 +6,7 @@
 //! `pgshift`.
 
 use pgshift_sql::QualifiedName;
+use sha2::Digest;
 
 use crate::connect::APPLICATION_NAME;
 
@@ -15,15 +16,30 @@ pub const ENGINE_SCHEMA: &str = "pgshift";
 /// PostgreSQL's identifier limit in bytes.
 const MAX_NAME: usize = 63;
 
-/// `prefix` + `name`, cut to 63 bytes on a character boundary.
+/// `prefix` + `name`, when that fits in 63 bytes. A name that does not is cut on a
+/// character boundary and ends in `_` and 12 hex digits of the SHA-256 of the whole
+/// name, so that two source names sharing their first ~40 bytes (indexes and
+/// partitions of one table often do) never meet in one cut name: the swap renames
+/// every index of the tree at once, and a meeting was a 42P07 there.
 fn fit(prefix: &str, name: &str) -> String {
+    if prefix.len() + name.len() <= MAX_NAME {
+        return format!("{prefix}{name}");
+    }
+    let digest = sha2::Sha256::digest(name.as_bytes());
+    let tag: String = digest
+        .iter()
+        .take(6)
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
     let mut out = String::from(prefix);
     for ch in name.chars() {
-        if out.len() + ch.len_utf8() > MAX_NAME {
+        if out.len() + ch.len_utf8() + 1 + tag.len() > MAX_NAME {
             break;
         }
         out.push(ch);
     }
+    out.push('_');
+    out.push_str(&tag);
     out
 }
 
@@ -171,6 +187,25 @@ mod tests {
         assert!(shadow.name.starts_with("_pgshift_12345_"));
         assert_eq!(names.log_table().to_string(), "\"pgshift\".\"log_12345\"");
         assert!(names.old_index(&"x".repeat(70)).len() <= 63);
+    }
+
+    #[test]
+    fn long_names_that_share_a_prefix_stay_apart_once_cut() {
+        let names = RunNames::new(1234567);
+        let stem = "events_community_id_created_at_kind_pubkey_tags_";
+        let a = names.old_index(&format!("{stem}idx"));
+        let b = names.old_index(&format!("{stem}key"));
+        assert_ne!(a, b);
+        assert!(a.len() <= 63 && b.len() <= 63, "{a} {b}");
+        assert!(a.starts_with("_pgshift_old_1234567_events_"), "{a}");
+        // The same name always gets the same cut name (resume and abort find it).
+        assert_eq!(a, names.old_index(&format!("{stem}idx")));
+        // A name that fits is kept whole.
+        assert_eq!(names.old_index("t_pkey"), "_pgshift_old_1234567_t_pkey");
+        let p = QualifiedName::qualified("s", format!("{stem}2024_01"));
+        let q = QualifiedName::qualified("s", format!("{stem}2024_02"));
+        assert_ne!(names.shadow(&p), names.shadow(&q));
+        assert_ne!(names.old(&p), names.old(&q));
     }
 
     #[test]

@@ -4,8 +4,9 @@
 use tokio_postgres::Client;
 
 use super::error::CasError;
+use super::plan::RunPlan;
 use crate::connect::{connect, ConnectionSpec, Session, SessionBudgets};
-use pgshift_sql::QualifiedName;
+use pgshift_sql::{quote_ident, QualifiedName};
 
 /// Budgets of a run's sessions; each statement of the run sets tighter ones where it
 /// matters (`SET LOCAL lock_timeout` before strong locks).
@@ -96,6 +97,83 @@ pub async fn prepare(client: &Client, application: &str) -> Result<(), CasError>
         .batch_execute("SET client_connection_check_interval = 1000")
         .await;
     Ok(())
+}
+
+/// The `search_path` setting the statement was written for, after `pg_catalog` (so
+/// built-in names cannot be shadowed): the plan's, or the role's own when the plan
+/// has none.
+pub(crate) async fn statement_search_path(
+    client: &Client,
+    plan: &RunPlan,
+) -> Result<String, CasError> {
+    if !plan.search_path.is_empty() {
+        let mut parts = vec!["pg_catalog".to_owned()];
+        parts.extend(plan.search_path.iter().map(|s| quote_ident(s)));
+        return Ok(parts.join(", "));
+    }
+    let row = client
+        .query_one(
+            "SELECT s.reset_val FROM pg_catalog.pg_settings s WHERE s.name OPERATOR(pg_catalog.=) 'search_path'",
+            &[],
+        )
+        .await
+        .map_err(|e| CasError::db("reading the role's search_path", e))?;
+    let own: String = row.get(0);
+    Ok(if own.trim().is_empty() {
+        "pg_catalog".to_owned()
+    } else {
+        format!("pg_catalog, {own}")
+    })
+}
+
+/// Opens a session that evaluates the user's expressions over source rows (the copy,
+/// the applier, verification), named `application`. When the plan fills any column
+/// through an expression of the user's (a `USING`), the session runs with the
+/// `search_path` the statement was written for, after `pg_catalog`, as the native
+/// statement would evaluate it: a function it calls may name a type or table without a
+/// schema in its body. pgshift's own SQL on it names every relation by schema, and its
+/// built-in functions and operators resolve in `pg_catalog` first either way.
+pub async fn open_evaluating(
+    spec: &ConnectionSpec,
+    application: &str,
+    plan: &RunPlan,
+) -> Result<Session, CasError> {
+    let session = open(spec, application).await?;
+    evaluate_with_statement_path(session.client(), plan).await?;
+    Ok(session)
+}
+
+/// Whether the plan fills any column through an expression of the user's.
+fn evaluates(plan: &RunPlan) -> bool {
+    plan.columns
+        .iter()
+        .any(|c| c.expression != format!("s.{}", quote_ident(&c.name)))
+}
+
+/// Sets the session's `search_path` to the statement's (see [`open_evaluating`]) when
+/// the plan evaluates the user's expressions; the swap's session does this for the
+/// drain it runs under the lock, and [`pin_search_path`] undoes it afterwards.
+pub async fn evaluate_with_statement_path(client: &Client, plan: &RunPlan) -> Result<(), CasError> {
+    if !evaluates(plan) {
+        return Ok(());
+    }
+    let path = statement_search_path(client, plan).await?;
+    client
+        .execute(
+            "SELECT pg_catalog.set_config('search_path', $1, false)",
+            &[&path],
+        )
+        .await
+        .map_err(|e| CasError::db("setting the statement's search_path", e))?;
+    Ok(())
+}
+
+/// Puts the session's `search_path` back to pgshift's pinned one.
+pub async fn pin_search_path(client: &Client) -> Result<(), CasError> {
+    client
+        .batch_execute("SET search_path = pg_catalog, pg_temp")
+        .await
+        .map_err(|e| CasError::db("pinning the search_path", e))
 }
 
 /// The end of a transaction whose body (ending in `COMMIT`) produced `result`: on an

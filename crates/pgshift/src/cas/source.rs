@@ -151,6 +151,11 @@ pub struct SourceGrant {
     pub column: Option<String>,
     /// `WITH GRANT OPTION`.
     pub grantable: bool,
+    /// The grantee is the table's owner: its own entry, present once the table has
+    /// any grant (what it holds then need not be everything, and its grant options
+    /// are listed).
+    #[serde(default)]
+    pub owner: bool,
 }
 
 /// A row-level security policy.
@@ -224,7 +229,8 @@ pub struct SourceFacts {
     pub nested_views: bool,
     /// What ties the table to others in ways the swap does not carry: it is a
     /// partition or an inheritance child, it has inheritance (non-partition) children,
-    /// it has rules. Empty when nothing.
+    /// it has rules, objects (functions, other tables' columns) use its row type. Empty
+    /// when nothing.
     #[serde(default)]
     pub uncarried: Vec<String>,
     /// A fingerprint of the shape, compared again at the swap.
@@ -343,7 +349,14 @@ async fn uncarried(client: &Client, oid: u32) -> Result<Vec<String>, CasError> {
                     EXISTS (SELECT 1 FROM pg_catalog.pg_inherits i WHERE i.inhrelid OPERATOR(pg_catalog.=) c.oid), \
                     c.relkind OPERATOR(pg_catalog.<>) 'p' AND EXISTS (SELECT 1 FROM pg_catalog.pg_inherits i WHERE i.inhparent OPERATOR(pg_catalog.=) c.oid), \
                     (SELECT pg_catalog.string_agg(r.rulename::pg_catalog.text, ', ' ORDER BY r.rulename) FROM pg_catalog.pg_rewrite r \
-                      WHERE r.ev_class OPERATOR(pg_catalog.=) c.oid AND r.rulename OPERATOR(pg_catalog.<>) '_RETURN') \
+                      WHERE r.ev_class OPERATOR(pg_catalog.=) c.oid AND r.rulename OPERATOR(pg_catalog.<>) '_RETURN'), \
+                    (SELECT pg_catalog.string_agg(pg_catalog.pg_describe_object(d.classid, d.objid, d.objsubid), ', ' \
+                                                  ORDER BY pg_catalog.pg_describe_object(d.classid, d.objid, d.objsubid)) \
+                       FROM pg_catalog.pg_type t JOIN pg_catalog.pg_depend d \
+                         ON d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_type'::pg_catalog.regclass \
+                        AND d.refobjid OPERATOR(pg_catalog.=) ANY (ARRAY[t.oid, t.typarray]) \
+                        AND d.deptype OPERATOR(pg_catalog.=) 'n' \
+                      WHERE t.oid OPERATOR(pg_catalog.=) c.reltype) \
                FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1",
             &[&oid],
         )
@@ -360,6 +373,11 @@ async fn uncarried(client: &Client, oid: u32) -> Result<Vec<String>, CasError> {
     }
     if let Some(rules) = row.get::<_, Option<String>>(3) {
         out.push(format!("it has rules ({rules})"));
+    }
+    // A row type belongs to its table's OID, not its name: after a swap these would
+    // use the old table's row type, and the old table could not be dropped.
+    if let Some(dependents) = row.get::<_, Option<String>>(4) {
+        out.push(format!("objects use its row type ({dependents})"));
     }
     Ok(out)
 }
@@ -609,12 +627,13 @@ async fn grants(client: &Client, oid: u32) -> Result<Vec<SourceGrant>, CasError>
     let rows = client
         .query(
             "SELECT CASE WHEN acl.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE pg_catalog.pg_get_userbyid(acl.grantee)::pg_catalog.text END, \
-                    acl.privilege_type, NULL::pg_catalog.text, acl.is_grantable \
+                    acl.privilege_type, NULL::pg_catalog.text, acl.is_grantable, \
+                    acl.grantee OPERATOR(pg_catalog.=) c.relowner \
                FROM pg_catalog.pg_class c CROSS JOIN LATERAL pg_catalog.aclexplode(c.relacl) acl \
-              WHERE c.oid OPERATOR(pg_catalog.=) $1 AND acl.grantee OPERATOR(pg_catalog.<>) c.relowner \
+              WHERE c.oid OPERATOR(pg_catalog.=) $1 \
              UNION ALL \
              SELECT CASE WHEN acl.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE pg_catalog.pg_get_userbyid(acl.grantee)::pg_catalog.text END, \
-                    acl.privilege_type, a.attname::pg_catalog.text, acl.is_grantable \
+                    acl.privilege_type, a.attname::pg_catalog.text, acl.is_grantable, false \
                FROM pg_catalog.pg_attribute a CROSS JOIN LATERAL pg_catalog.aclexplode(a.attacl) acl \
               WHERE a.attrelid OPERATOR(pg_catalog.=) $1 AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped \
               ORDER BY 1, 2, 3",
@@ -629,6 +648,7 @@ async fn grants(client: &Client, oid: u32) -> Result<Vec<SourceGrant>, CasError>
             privilege: row.get(1),
             column: row.get(2),
             grantable: row.get(3),
+            owner: row.get(4),
         })
         .collect())
 }

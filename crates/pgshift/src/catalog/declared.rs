@@ -348,6 +348,7 @@ fn empty_relation(name: QualifiedName) -> RelationFacts {
         constraints: Vec::new(),
         triggers: Vec::new(),
         foreign_keys_out: Vec::new(),
+        schema_constraint_names: Vec::new(),
         foreign_keys_in: Vec::new(),
         dependent_views: Vec::new(),
         publications: Vec::new(),

@@ -306,6 +306,12 @@ pub struct RelationFacts {
     pub rls_forced: bool,
     /// `relreplident`: `d`, `n`, `f`, `i`.
     pub replica_identity: char,
+    /// Names of the constraints in the relation's schema that begin with the first 16
+    /// characters of its name: what PostgreSQL avoids when it names a constraint a
+    /// statement leaves unnamed (`ChooseConstraintName` takes the first of
+    /// `<table>_<column>_check`, `…_check1`, … that no constraint of the schema holds).
+    #[serde(skip)]
+    pub schema_constraint_names: Vec<String>,
     /// Relations that stand in a [`Role`] to this one beyond what the fields above say
     /// (descendants, parents, dependents, rule and policy relations, a view's base
     /// relations, owned sequences), for stating every lock a statement takes.

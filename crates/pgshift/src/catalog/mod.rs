@@ -1,6 +1,7 @@
 //! Live catalog facts: what the tables a migration touches look like right now.
 
 pub mod declared;
+pub mod evolve;
 pub mod facts;
 pub mod read;
 pub mod volume;

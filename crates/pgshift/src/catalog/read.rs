@@ -216,6 +216,7 @@ async fn read_in_transaction(
     let mut partitions = group(relation::partitions(client, &partitioned).await?);
     let columns = columns::read(client, oids).await?;
     let mut constraints = constraints::read(client, oids, &columns).await?;
+    let mut schema_names = constraints::read_schema_names(client, oids).await?;
     let mut indexes = group(indexes::read(client, oids).await?);
     let mut triggers = group(triggers::read(client, oids).await?);
     let mut foreign_keys_in = group(foreign_keys::read_incoming(client, oids).await?);
@@ -256,6 +257,7 @@ async fn read_in_transaction(
             relation.primary_key = set.primary_key;
             relation.foreign_keys_out = set.foreign_keys_out;
         }
+        relation.schema_constraint_names = schema_names.remove(&oid).unwrap_or_default();
         relation.indexes = indexes.remove(&oid).unwrap_or_default();
         relation.triggers = triggers.remove(&oid).unwrap_or_default();
         relation.foreign_keys_in = foreign_keys_in.remove(&oid).unwrap_or_default();

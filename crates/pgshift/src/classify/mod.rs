@@ -36,8 +36,8 @@ use crate::refusal::{Refusal, RefusalCause};
 use crate::route::Route;
 use pgshift_sql::{NodeEnum, QualifiedName, Statement};
 
-pub(crate) use alter_table::type_name_parts;
 pub use alter_table::HAS_DEFAULT_PARTITION;
+pub(crate) use alter_table::{type_name_parts, unnamed_constraint_name};
 pub use coercion::is_binary_coercible;
 pub(crate) use coercion::typmod_for;
 pub use dml::WHOLE_TABLE;

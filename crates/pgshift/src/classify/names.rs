@@ -77,6 +77,31 @@ pub fn constraint_name_for(table: &str, columns: &[&str], suffix: &str) -> Strin
     }
 }
 
+/// The name PostgreSQL's `ChooseConstraintName` gives an unnamed constraint: the first
+/// of `<table>_<columns>_<label>`, `…_<label>1`, `…_<label>2`, … that `taken` does not
+/// hold (every constraint name of the table's schema, and those chosen before it in the
+/// same statement or input).
+pub(crate) fn choose_constraint_name(
+    table: &str,
+    columns: &[&str],
+    label: &str,
+    taken: impl Fn(&str) -> bool,
+) -> String {
+    let mut pass = 0u32;
+    loop {
+        let modified = if pass == 0 {
+            label.to_owned()
+        } else {
+            format!("{label}{pass}")
+        };
+        let name = constraint_name_for(table, columns, &modified);
+        if !taken(&name) {
+            return name;
+        }
+        pass += 1;
+    }
+}
+
 fn pop_char(text: &mut String) {
     text.pop();
 }
@@ -93,5 +118,20 @@ mod tests {
         let name = constraint_name_for(&long, &["column"], "check");
         assert!(name.len() <= 63, "{name}");
         assert!(name.ends_with("_column_check"), "{name}");
+    }
+
+    #[test]
+    fn an_unnamed_constraint_takes_the_first_free_name_as_postgres_does() {
+        let taken = ["t_check", "t_check1", "t_a_check"];
+        let free = |name: &str| taken.contains(&name);
+        assert_eq!(choose_constraint_name("t", &[], "check", free), "t_check2");
+        assert_eq!(
+            choose_constraint_name("t", &["a"], "check", free),
+            "t_a_check1"
+        );
+        assert_eq!(
+            choose_constraint_name("t", &["b"], "check", free),
+            "t_b_check"
+        );
     }
 }

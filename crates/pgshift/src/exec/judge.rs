@@ -52,6 +52,7 @@ pub async fn judge(
     let mut planned = build(script, options);
     let mut search_path = user_search_path.to_vec();
     let mut found = Vec::new();
+    let mut deferred = Vec::new();
     for item in &planned.items {
         match item {
             Scheduled::SearchPath { schemas } => {
@@ -60,6 +61,13 @@ pub async fn judge(
                 } else {
                     schemas.clone()
                 };
+            }
+            Scheduled::Unit { unit }
+                if unit.copy_and_swap.is_some() && changed_before(script, unit) =>
+            {
+                // The live catalog is not what this unit will meet: copy-and-swap
+                // checks it when the unit starts, after the statements before it.
+                deferred.push(unit.statements.first().copied().unwrap_or(0));
             }
             Scheduled::Unit { unit } => {
                 if let Some(refusal) = check_unit(client, script, unit, &search_path).await? {
@@ -78,8 +86,49 @@ pub async fn judge(
         }
     }
     planned.refusals.extend(found);
+    for statement in deferred {
+        let line = script
+            .statements
+            .get(statement)
+            .map_or(0, |s| s.statement.position.line);
+        planned.notes.push(format!(
+            "line {line}: copy-and-swap's checks of its table run when its unit starts: earlier statements of the file drop, rename or retype what they would read"
+        ));
+    }
     finish(&mut planned);
     Ok(planned)
+}
+
+/// Whether a statement of the file before `unit` drops, renames or retypes a relation,
+/// column or constraint that existed before the input: what copy-and-swap's checks
+/// read on live (dependent views, columns, keys) is then not what the unit meets.
+fn changed_before(script: &Script, unit: &Unit) -> bool {
+    use crate::classify::OperationKind as K;
+    let Some(&first) = unit.statements.first() else {
+        return false;
+    };
+    script.statements[..first.min(script.statements.len())]
+        .iter()
+        .any(|item| {
+            item.classification.operations.iter().any(|op| {
+                matches!(
+                    op.kind,
+                    K::DropTable
+                        | K::DropView
+                        | K::DropIndex
+                        | K::DropColumn
+                        | K::DropConstraint
+                        | K::RenameTable
+                        | K::RenameColumn
+                        | K::RenameConstraint
+                        | K::RenameIndex
+                        | K::AlterColumnType
+                ) && !op
+                    .table
+                    .as_ref()
+                    .is_some_and(|t| item.new_relations.iter().any(|n| n.matches(t)))
+            })
+        })
 }
 
 /// The refusal a unit meets before it runs, if any.

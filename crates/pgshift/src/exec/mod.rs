@@ -23,6 +23,7 @@ pub mod schedule;
 pub mod split;
 pub mod unit;
 mod whole;
+pub mod whole_file;
 
 pub use apply::{
     apply, run_schedule, ApplyOptions, ApplyVerdict, Ledger, Outcome, Sessions, UnitResult,

@@ -117,6 +117,9 @@ pub(crate) fn build(script: &Script, options: &ScheduleOptions) -> Schedule {
         index += 1;
     }
     no_blocking_work_called_online(script, options, &mut schedule);
+    if let Some(whole) = super::whole_file::whole_file(script, &schedule) {
+        return whole;
+    }
     schedule
 }
 
@@ -152,6 +155,15 @@ fn no_blocking_work_called_online(
             .iter()
             .filter_map(|&i| script.statements.get(i).map(|s| (i, s)))
             .collect();
+        // INV: TX-2 — on tables that are new or empty on the live server the work has
+        // no rows to scan or rewrite under its locks: it runs as written, and says so.
+        if statements
+            .iter()
+            .all(|(_, s)| super::whole_file::locks_only_empty(s))
+        {
+            unit.whole_on_empty = true;
+            continue;
+        }
         let Some(step) = unit
             .steps
             .iter()
@@ -345,7 +357,7 @@ fn push_whole(script: &Script, members: &[usize], whole_on_empty: bool, schedule
     });
 }
 
-fn is_timeout_setting(c: &Classification) -> bool {
+pub(super) fn is_timeout_setting(c: &Classification) -> bool {
     c.effects.iter().any(|e| {
         matches!(
             e,
@@ -400,6 +412,14 @@ fn schedule_statement(
                 statement: index,
             });
         }
+        return;
+    }
+    if let Some(unit) = super::whole_file::as_written_on_empty(item, index) {
+        schedule.notes.push(format!(
+            "line {}: runs as written: every table it blocks writes on is new or empty here",
+            item.statement.position.line
+        ));
+        schedule.items.push(unit);
         return;
     }
     match &c.route {
@@ -548,7 +568,7 @@ fn blocking_form_lifts(c: &Classification, refusal: &Refusal) -> bool {
 }
 
 /// The statement as one step, run as written.
-fn as_written(item: &AnalyzedStatement) -> Step {
+pub(super) fn as_written(item: &AnalyzedStatement) -> Step {
     let c = &item.classification;
     Step {
         sql: item.statement.text.clone(),

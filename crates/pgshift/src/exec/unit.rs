@@ -40,9 +40,10 @@ pub struct Unit {
     /// runs read-only on live instead ([`super::guarded`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guard: Option<crate::procedural::Guard>,
-    /// An explicit block that must stay one transaction, run whole and as written
-    /// because every pre-existing table it locks holds no rows on the live server
-    /// (invariant TX-1).
+    /// Runs as written, in one transaction, because every table that existed before the
+    /// input and that it blocks writes on holds no rows on the live server: an explicit
+    /// block that must stay one transaction (invariant TX-1), a file its runner wraps, or
+    /// one statement ([`super::whole_file`], TX-2).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub whole_on_empty: bool,
 }

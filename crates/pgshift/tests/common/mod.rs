@@ -340,6 +340,17 @@ pub fn migrate_options() -> MigrateOptions {
     }
 }
 
+/// [`migrate_options`] with copy-and-swap on `db` (live mode, the tests' budgets).
+pub fn migrate_options_with_cas(db: &str) -> MigrateOptions {
+    let mut options = migrate_options();
+    options.apply.copy_and_swap = Some(pgshift::exec::CasSettings {
+        spec: cas::spec(db),
+        options: cas::options(pgshift::cas::Mode::Live),
+        standbys: Vec::new(),
+    });
+    options
+}
+
 pub async fn run_migrate(
     db: &str,
     dir: &Path,

@@ -89,7 +89,8 @@ pub(super) async fn copy(
     };
     let mut workers = Workers::default();
     for index in 0..plan.options.workers.max(1) {
-        let session = session::open(spec, &plan.names().copy_application()).await?;
+        let session =
+            session::open_evaluating(spec, &plan.names().copy_application(), plan).await?;
         let (statements, state, run) = (statements.clone(), state.clone(), plan.run);
         let pace = Pacer::new(throttle.clone(), index);
         workers.spawn(async move {

@@ -94,7 +94,7 @@ pub(super) async fn drive(
     });
     let applier = match plan.options.mode {
         Mode::Live => Some(ApplierTask::spawn(
-            session::open(spec, &plan.names().apply_application()).await?,
+            session::open_evaluating(spec, &plan.names().apply_application(), &plan).await?,
             statements.clone(),
             state.clone(),
         )),
@@ -291,13 +291,17 @@ pub(super) async fn run_phases(
             &plan.source.table.name.to_string(),
         ));
     }
+    // The drain under the swap's lock evaluates the user's expressions.
+    session::evaluate_with_statement_path(client, plan).await?;
     let swap = match applier {
         Some(task) => {
             let _paused = task.gate.lock().await;
             cutover::swap(client, plan, || catch_up(client, plan, statements)).await
         }
         None => cutover::swap(client, plan, || catch_up(client, plan, statements)).await,
-    }?;
+    };
+    session::pin_search_path(client).await?;
+    let swap = swap?;
     report.swap = Some(swap);
     let wait = max_lag.unwrap_or(STANDBY_SWAP_WAIT);
     standby::after_swap(client, &mut standbys, wait).await;

@@ -115,6 +115,6 @@ pub(super) async fn verify_all(
 /// A verification session.
 async fn open_verifier(spec: &ConnectionSpec, plan: &RunPlan) -> Result<Arc<Session>, CasError> {
     Ok(Arc::new(
-        session::open(spec, &plan.names().verify_application()).await?,
+        session::open_evaluating(spec, &plan.names().verify_application(), plan).await?,
     ))
 }

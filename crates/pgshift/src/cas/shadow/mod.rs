@@ -110,30 +110,6 @@ pub async fn create(
     }
 }
 
-/// The `search_path` setting the statement was written for, after `pg_catalog` (so
-/// built-in names cannot be shadowed): the plan's, or the role's own when the plan
-/// has none.
-async fn statement_search_path(client: &Client, plan: &RunPlan) -> Result<String, CasError> {
-    if !plan.search_path.is_empty() {
-        let mut parts = vec!["pg_catalog".to_owned()];
-        parts.extend(plan.search_path.iter().map(|s| quote_ident(s)));
-        return Ok(parts.join(", "));
-    }
-    let row = client
-        .query_one(
-            "SELECT s.reset_val FROM pg_catalog.pg_settings s WHERE s.name OPERATOR(pg_catalog.=) 'search_path'",
-            &[],
-        )
-        .await
-        .map_err(db("reading the role's search_path"))?;
-    let own: String = row.get(0);
-    Ok(if own.trim().is_empty() {
-        "pg_catalog".to_owned()
-    } else {
-        format!("pg_catalog, {own}")
-    })
-}
-
 async fn set_search_path(client: &Client, value: &str) -> Result<(), CasError> {
     client
         .execute(
@@ -472,7 +448,7 @@ async fn create_in_transaction(
         .filter(|c| late_cmd(c) && is(c, AlterTableType::AtValidateConstraint))
         .map(|c| c.name.clone())
         .collect();
-    let path = statement_search_path(client, plan).await?;
+    let path = crate::cas::session::statement_search_path(client, plan).await?;
     if let NodeEnum::AlterTableStmt(stmt) = &statement.node {
         // A foreign key the statement adds to the table itself references the
         // scratch table (the name, resolved as the statement resolves it, is the

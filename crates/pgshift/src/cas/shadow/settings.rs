@@ -302,28 +302,39 @@ pub(super) fn policy_statement(
     Ok(statement)
 }
 
-/// `GRANT`s reproducing `grants` on `target`.
+/// `GRANT`s reproducing `grants` on `target`. Where the owner's own entry is listed,
+/// it is set exactly (revoked, then granted as listed): what the owner holds, and
+/// which of it with a grant option, is part of the table's ACL.
 pub(super) fn grant_statements(grants: &[SourceGrant], target: &QualifiedName) -> Vec<String> {
-    grants
+    let mut statements: Vec<String> = grants
         .iter()
-        .map(|grant| {
-            let privilege = match &grant.column {
-                Some(column) => format!("{} ({})", grant.privilege, quote_ident(column)),
-                None => grant.privilege.clone(),
-            };
-            let grantee = if grant.grantee == "PUBLIC" {
-                "PUBLIC".to_owned()
-            } else {
-                quote_ident(&grant.grantee)
-            };
+        .find(|grant| grant.owner)
+        .map(|owner| {
             format!(
-                "GRANT {privilege} ON {target} TO {grantee}{}",
-                if grant.grantable {
-                    " WITH GRANT OPTION"
-                } else {
-                    ""
-                }
+                "REVOKE ALL ON {target} FROM {}",
+                quote_ident(&owner.grantee)
             )
         })
-        .collect()
+        .into_iter()
+        .collect();
+    statements.extend(grants.iter().map(|grant| {
+        let privilege = match &grant.column {
+            Some(column) => format!("{} ({})", grant.privilege, quote_ident(column)),
+            None => grant.privilege.clone(),
+        };
+        let grantee = if grant.grantee == "PUBLIC" {
+            "PUBLIC".to_owned()
+        } else {
+            quote_ident(&grant.grantee)
+        };
+        format!(
+            "GRANT {privilege} ON {target} TO {grantee}{}",
+            if grant.grantable {
+                " WITH GRANT OPTION"
+            } else {
+                ""
+            }
+        )
+    }));
+    statements
 }

@@ -38,6 +38,38 @@ const SQL: &str = concat!(
  ORDER BY c.conrelid, c.conname, c.oid"
 );
 
+const NEARBY_STEP: &str = "constraint names of the schema";
+
+/// The constraint names of each relation's schema that begin as its name does (its
+/// first 16 characters: an unnamed constraint's name starts with at least that much of
+/// its table's name).
+const NEARBY_SQL: &str = "SELECT r.oid, c.conname::pg_catalog.text AS conname
+  FROM pg_catalog.pg_class r
+  JOIN pg_catalog.pg_constraint c ON c.connamespace OPERATOR(pg_catalog.=) r.relnamespace
+   AND pg_catalog.starts_with(c.conname::pg_catalog.text, pg_catalog.left(r.relname::pg_catalog.text, 16))
+ WHERE r.oid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[])
+ ORDER BY r.oid, c.conname";
+
+/// The names [`NEARBY_SQL`] reads, by relation.
+pub(super) async fn read_schema_names(
+    client: &Client,
+    oids: &[u32],
+) -> Result<HashMap<u32, Vec<String>>, CatalogError> {
+    if oids.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let rows = query(client, NEARBY_STEP, NEARBY_SQL, &[&oids]).await?;
+    let mut names: HashMap<u32, Vec<String>> = HashMap::new();
+    for row in &rows {
+        let fields = Fields::new(row, NEARBY_STEP);
+        names
+            .entry(fields.get("oid")?)
+            .or_default()
+            .push(fields.get("conname")?);
+    }
+    Ok(names)
+}
+
 /// The constraint facts of one relation.
 #[derive(Clone, Debug, Default)]
 pub(super) struct ConstraintSet {

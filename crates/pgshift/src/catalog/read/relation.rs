@@ -105,6 +105,7 @@ fn relation(fields: Fields<'_>) -> Result<RelationFacts, CatalogError> {
         constraints: Vec::new(),
         triggers: Vec::new(),
         foreign_keys_out: Vec::new(),
+        schema_constraint_names: Vec::new(),
         foreign_keys_in: Vec::new(),
         dependent_views: Vec::new(),
         publications: Vec::new(),

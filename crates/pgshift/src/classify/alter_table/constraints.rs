@@ -7,7 +7,9 @@ use pgshift_sql::ast::{
 use pgshift_sql::NodeEnum;
 
 use crate::classify::expr::referenced_columns;
-use crate::classify::names::{constraint_name_for, range_var_name, strings};
+use crate::classify::names::{
+    choose_constraint_name, constraint_name_for, range_var_name, strings,
+};
 use crate::classify::steps::{self, StepError};
 use crate::classify::{families, Builder, ObjectKind, OperationKind, WorkClass};
 use crate::lock::LockMode;
@@ -50,6 +52,47 @@ pub(super) fn not_valid_then_validate(
     ])
 }
 
+/// The name PostgreSQL gives a `CHECK` or foreign key that `ALTER TABLE … ADD` leaves
+/// unnamed, on table `table` whose live facts are `facts`: `None` when the constraint
+/// is named, or of another kind. Without facts, names held elsewhere in the schema are
+/// unknown and the first candidate is given.
+pub(crate) fn unnamed_constraint_name(
+    constraint: &Constraint,
+    table: &str,
+    facts: Option<&RelationFacts>,
+) -> Option<String> {
+    if !constraint.conname.is_empty() {
+        return None;
+    }
+    let taken = |name: &str| {
+        facts.is_some_and(|f| {
+            f.schema_constraint_names.iter().any(|n| n == name)
+                || f.constraints.iter().any(|c| c.name == name)
+        })
+    };
+    match contype(constraint) {
+        ConstrType::ConstrCheck => {
+            let columns = constraint
+                .raw_expr
+                .as_deref()
+                .map(referenced_columns)
+                .unwrap_or_default();
+            let column: Vec<&str> = if columns.len() == 1 {
+                vec![columns[0].as_str()]
+            } else {
+                Vec::new()
+            };
+            Some(choose_constraint_name(table, &column, "check", taken))
+        }
+        ConstrType::ConstrForeign => {
+            let columns = strings(&constraint.fk_attrs);
+            let columns: Vec<&str> = columns.iter().map(String::as_str).collect();
+            Some(choose_constraint_name(table, &columns, "fkey", taken))
+        }
+        _ => None,
+    }
+}
+
 pub(super) fn add_constraint(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder) -> Piece {
     let table = Some(&target.table);
     let Some(constraint) = constraint_def(cmd) else {
@@ -68,18 +111,10 @@ pub(super) fn add_constraint(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut B
     let mut named = constraint.clone();
     let (kind, mode) = match contype(constraint) {
         ConstrType::ConstrCheck => {
-            if named.conname.is_empty() {
-                let columns = constraint
-                    .raw_expr
-                    .as_deref()
-                    .map(referenced_columns)
-                    .unwrap_or_default();
-                let column: Vec<&str> = if columns.len() == 1 {
-                    vec![columns[0].as_str()]
-                } else {
-                    Vec::new()
-                };
-                named.conname = constraint_name_for(&target.table.name, &column, "check");
+            if let Some(name) =
+                unnamed_constraint_name(constraint, &target.table.name, target.facts)
+            {
+                named.conname = name;
             }
             (OperationKind::AddCheck, LockMode::AccessExclusive)
         }
@@ -87,10 +122,10 @@ pub(super) fn add_constraint(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut B
             if let Some(pktable) = &constraint.pktable {
                 families::new_foreign_key(b, &range_var_name(pktable));
             }
-            if named.conname.is_empty() {
-                let columns = strings(&constraint.fk_attrs);
-                let columns: Vec<&str> = columns.iter().map(String::as_str).collect();
-                named.conname = constraint_name_for(&target.table.name, &columns, "fkey");
+            if let Some(name) =
+                unnamed_constraint_name(constraint, &target.table.name, target.facts)
+            {
+                named.conname = name;
             }
             (OperationKind::AddForeignKey, LockMode::ShareRowExclusive)
         }

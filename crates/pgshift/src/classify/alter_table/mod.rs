@@ -8,6 +8,7 @@
 mod add_column;
 mod columns;
 mod constraints;
+pub(crate) use constraints::unnamed_constraint_name;
 mod foreign_keys;
 mod options;
 mod partitions;
