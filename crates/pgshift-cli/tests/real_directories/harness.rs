@@ -724,9 +724,9 @@ fn record_as_sqlx(db: &str, entry: &Entry, files: &[PathBuf], work: &Path) {
 /// A database the directory's runner migrated halfway (its first half natively, and
 /// for sqlx its history as sqlx writes it), adopted with `--baseline` and migrated
 /// on: the stops of the second half are the manifest's, and the schema is a native
-/// run's. For sqlx's history, `migrate --dry-run` before the baseline still plans
-/// every file, the applied ones too (F12; exit 2 where a later file is refused):
-/// checked, so that the day it is recognised shows here.
+/// run's. For sqlx's history, `migrate --dry-run` before the baseline is refused once
+/// (exit 2, `another-runners-history`), naming sqlx, how many versions it recorded and
+/// `--baseline sqlx` (F12, fixed).
 pub(crate) fn check_halfway(name: &str) {
     let entry = entry(name);
     assert!(
@@ -759,18 +759,18 @@ pub(crate) fn check_halfway(name: &str) {
     let dir = copy.to_string_lossy().into_owned();
     let baseline = if entry.history_import.as_deref() == Some("sqlx") {
         record_as_sqlx(&migrated, entry, &files[..half], &work);
+        // F12, fixed: the dry run recognises sqlx's history and refuses once, naming
+        // the command that adopts it, instead of planning the applied files again.
         let (code, json) = pgshift_json(&migrated, &["migrate", "--dry-run", &dir]);
-        let planned = json["verdict"]["files"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|f| f["status"] == "planned")
-            .count();
+        let message = json["message"].as_str().unwrap_or("");
         assert!(
-            (code == 0 || code == 2) && planned == files.len(),
-            "{name}: F12 (sqlx's history not recognised) changed: a dry run of a database \
-             sqlx migrated halfway now says (exit {code}): {json:#}; update this check and \
-             README"
+            code == 2
+                && json["code"] == "another-runners-history"
+                && message.contains("migrated by sqlx")
+                && message.contains(&format!("{} applied version", files[..half].len()))
+                && message.contains("--baseline sqlx"),
+            "{name}: a dry run of a database sqlx migrated halfway is refused once, naming \
+             sqlx and --baseline sqlx (exit {code}): {json:#}"
         );
         "sqlx".to_owned()
     } else {

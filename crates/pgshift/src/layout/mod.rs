@@ -723,6 +723,10 @@ impl Collected {
                     }
                     None => {
                         self.families.note("plain files (no .up/.down)", file_name);
+                        if !supported {
+                            self.other_dialect(path);
+                            return;
+                        }
                         self.files.push(VersionedFile {
                             version,
                             name,
@@ -804,9 +808,11 @@ fn has_postgres_suffix(path: &Path) -> bool {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    POP_POSTGRES
-        .iter()
-        .any(|d| name.contains(&format!(".{d}.up.sql")) || name.contains(&format!(".{d}.down.sql")))
+    POP_POSTGRES.iter().any(|d| {
+        [".up.sql", ".down.sql", ".sql"]
+            .iter()
+            .any(|end| name.ends_with(&format!(".{d}{end}")))
+    })
 }
 
 /// Families that cannot share a directory.

@@ -224,6 +224,32 @@ fn pop_reads_the_postgres_dialect_and_skips_the_others() {
 }
 
 #[test]
+fn plain_files_with_a_dialect_suffix_read_the_postgres_one_only() {
+    // As hammerwork ships them: one file per database for each version.
+    let l = layout(&[
+        "0001_create_jobs.postgres.sql",
+        "0001_create_jobs.mysql.sql",
+        "0002_add_index.postgres.sql",
+        "0002_add_index.mysql.sql",
+        "0003_generic.sql",
+        "0004_mysql_only.mysql.sql",
+    ])
+    .expect("reads");
+    assert_eq!(
+        order(&l),
+        vec![
+            "0001_create_jobs.postgres.sql",
+            "0002_add_index.postgres.sql",
+            "0003_generic.sql"
+        ]
+    );
+    assert_eq!(l.files[0].name, "create_jobs");
+    assert_eq!(l.count_skipped(SkipReason::OtherDialect), 3);
+    let both = layout(&["0001_a.sql", "0001_a.postgres.sql"]).expect("reads");
+    assert_eq!(order(&both), vec!["0001_a.postgres.sql"]);
+}
+
+#[test]
 fn pop_fizz_files_are_an_error_naming_them() {
     let entries = vec![
         sql("20240101120000_a.up.sql", FileForm::Plain),
