@@ -242,6 +242,7 @@ fn relation(
             .map(|_| trigger(words, choices))
             .collect(),
         schema_constraint_names: Vec::new(),
+        added_by_input: Vec::new(),
         foreign_keys_out: (0..count(choices, 2))
             .map(|_| foreign_key(&qualified, words, choices, true))
             .collect(),

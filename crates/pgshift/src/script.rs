@@ -214,6 +214,16 @@ pub fn analyze_evolving<'f>(
     knowledge: Knowledge<'_>,
     facts: &mut Option<Cow<'f, CatalogSnapshot>>,
 ) -> Script {
+    // Columns earlier files of the input add are there when this one runs.
+    let carried: BTreeSet<(QualifiedName, String)> = facts
+        .as_deref()
+        .map(|f| {
+            f.relations
+                .iter()
+                .flat_map(|r| r.added_by_input.iter().map(|c| (r.name.clone(), c.clone())))
+                .collect()
+        })
+        .unwrap_or_default();
     let mut walk = Walk {
         facts: facts.take(),
         mode,
@@ -223,7 +233,7 @@ pub fn analyze_evolving<'f>(
         session_replica: false,
         local_replica: None,
         created: knowledge.created_earlier.cloned().unwrap_or_default(),
-        added_columns: BTreeSet::new(),
+        added_columns: carried,
         transactions: Vec::new(),
     };
     if mode == TransactionMode::File && !statements.is_empty() {
@@ -287,6 +297,22 @@ pub fn analyze_evolving<'f>(
     walk.transactions
         .retain(|transaction| transaction.statements.len() > 1 || transaction.explicit);
     renumber(&mut analyzed, &walk.transactions);
+    if let Some(evolved) = walk.facts.as_mut().filter(|f| !f.is_declared()) {
+        let evolved = evolved.to_mut();
+        for (table, column) in &walk.added_columns {
+            let index = match evolved.lookup(table) {
+                crate::catalog::Lookup::Found(found) => {
+                    evolved.relations.iter().position(|r| r.name == found.name)
+                }
+                _ => None,
+            };
+            if let Some(relation) = index.map(|i| &mut evolved.relations[i]) {
+                if !relation.added_by_input.contains(column) {
+                    relation.added_by_input.push(column.clone());
+                }
+            }
+        }
+    }
     *facts = walk.facts;
     Script {
         mode,

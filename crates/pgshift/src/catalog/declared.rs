@@ -349,6 +349,7 @@ fn empty_relation(name: QualifiedName) -> RelationFacts {
         triggers: Vec::new(),
         foreign_keys_out: Vec::new(),
         schema_constraint_names: Vec::new(),
+        added_by_input: Vec::new(),
         foreign_keys_in: Vec::new(),
         dependent_views: Vec::new(),
         publications: Vec::new(),

@@ -312,6 +312,10 @@ pub struct RelationFacts {
     /// `<table>_<column>_check`, `…_check1`, … that no constraint of the schema holds).
     #[serde(skip)]
     pub schema_constraint_names: Vec<String>,
+    /// Columns an earlier file of the same input adds (or retypes): there when a later
+    /// file runs, their type unknown here (`catalog::evolve`).
+    #[serde(skip)]
+    pub added_by_input: Vec<String>,
     /// Relations that stand in a [`Role`] to this one beyond what the fields above say
     /// (descendants, parents, dependents, rule and policy relations, a view's base
     /// relations, owned sequences), for stating every lock a statement takes.

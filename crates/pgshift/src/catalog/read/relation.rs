@@ -106,6 +106,7 @@ fn relation(fields: Fields<'_>) -> Result<RelationFacts, CatalogError> {
         triggers: Vec::new(),
         foreign_keys_out: Vec::new(),
         schema_constraint_names: Vec::new(),
+        added_by_input: Vec::new(),
         foreign_keys_in: Vec::new(),
         dependent_views: Vec::new(),
         publications: Vec::new(),
