@@ -128,6 +128,16 @@ fn riverqueue_migrate_halfway() {
 }
 
 #[test]
+fn fang_halfway() {
+    check_halfway("fang");
+}
+
+#[test]
+fn hammerwork_halfway() {
+    check_halfway("hammerwork");
+}
+
+#[test]
 fn graphile_worker_halfway() {
     check_halfway("graphile-worker");
 }
