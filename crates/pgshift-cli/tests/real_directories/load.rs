@@ -66,6 +66,15 @@ struct Ledger {
     first_error: Option<String>,
 }
 
+/// The server's words for a failed statement (`tokio_postgres::Error` shows only
+/// "db error").
+fn describe(err: &tokio_postgres::Error) -> String {
+    err.as_db_error().map_or_else(
+        || err.to_string(),
+        |db| format!("{} ({})", db.message(), db.code().code()),
+    )
+}
+
 /// The writers' shared state.
 struct Shared {
     stop: AtomicBool,
@@ -114,12 +123,12 @@ async fn writer(conninfo: String, scenario: &'static Scenario, shared: Arc<Share
             }
             (Err(err), Some(key)) => {
                 ledger.errors += 1;
-                ledger.first_error.get_or_insert_with(|| err.to_string());
+                ledger.first_error.get_or_insert_with(|| describe(&err));
                 ledger.rows.entry(key).or_default().push(payload);
             }
             (Err(err), None) => {
                 ledger.errors += 1;
-                ledger.first_error.get_or_insert_with(|| err.to_string());
+                ledger.first_error.get_or_insert_with(|| describe(&err));
             }
         }
         tokio::time::sleep(Duration::from_millis(4)).await;
