@@ -624,19 +624,24 @@ async fn sequences(client: &Client, oid: u32) -> Result<Vec<SourceSequence>, Cas
 }
 
 async fn grants(client: &Client, oid: u32) -> Result<Vec<SourceGrant>, CasError> {
+    // In the ACL's own order (an entry's position is part of what `pg_dump` shows, and
+    // the swap's GRANTs append in the order they run), the table's entries first.
     let rows = client
         .query(
-            "SELECT CASE WHEN acl.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE pg_catalog.pg_get_userbyid(acl.grantee)::pg_catalog.text END, \
-                    acl.privilege_type, NULL::pg_catalog.text, acl.is_grantable, \
-                    acl.grantee OPERATOR(pg_catalog.=) c.relowner \
-               FROM pg_catalog.pg_class c CROSS JOIN LATERAL pg_catalog.aclexplode(c.relacl) acl \
+            "SELECT grantee, privilege_type, attname, is_grantable, owner FROM ( \
+             SELECT CASE WHEN acl.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE pg_catalog.pg_get_userbyid(acl.grantee)::pg_catalog.text END AS grantee, \
+                    acl.privilege_type, NULL::pg_catalog.text AS attname, acl.is_grantable, \
+                    acl.grantee OPERATOR(pg_catalog.=) c.relowner AS owner, 0 AS attnum, acl.n \
+               FROM pg_catalog.pg_class c \
+              CROSS JOIN LATERAL pg_catalog.aclexplode(c.relacl) WITH ORDINALITY AS acl(grantor, grantee, privilege_type, is_grantable, n) \
               WHERE c.oid OPERATOR(pg_catalog.=) $1 \
              UNION ALL \
              SELECT CASE WHEN acl.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE pg_catalog.pg_get_userbyid(acl.grantee)::pg_catalog.text END, \
-                    acl.privilege_type, a.attname::pg_catalog.text, acl.is_grantable, false \
-               FROM pg_catalog.pg_attribute a CROSS JOIN LATERAL pg_catalog.aclexplode(a.attacl) acl \
+                    acl.privilege_type, a.attname::pg_catalog.text, acl.is_grantable, false, a.attnum, acl.n \
+               FROM pg_catalog.pg_attribute a \
+              CROSS JOIN LATERAL pg_catalog.aclexplode(a.attacl) WITH ORDINALITY AS acl(grantor, grantee, privilege_type, is_grantable, n) \
               WHERE a.attrelid OPERATOR(pg_catalog.=) $1 AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped \
-              ORDER BY 1, 2, 3",
+             ) g ORDER BY g.attnum, g.n",
             &[&oid],
         )
         .await
