@@ -190,9 +190,7 @@ impl Digest {
                 )
             })
             .collect();
-        let computed = compared
-            .iter()
-            .any(|c| c.expression != format!("s.{}", quote_ident(&c.name)));
+        let computed = compared.iter().any(|c| !c.copied_as_is());
         Digest { columns, computed }
     }
 

@@ -36,6 +36,14 @@ pub struct CopyColumn {
     pub not_null: bool,
 }
 
+impl CopyColumn {
+    /// Whether the source's value is copied as it is (`s."name"`), not computed by an
+    /// expression of the statement (a `USING`).
+    pub fn copied_as_is(&self) -> bool {
+        self.expression == format!("s.{}", pgshift_sql::quote_ident(&self.name))
+    }
+}
+
 /// An index or constraint to build on the shadow after the copy.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShadowIndex {

@@ -145,9 +145,7 @@ pub async fn open_evaluating(
 
 /// Whether the plan fills any column through an expression of the user's.
 fn evaluates(plan: &RunPlan) -> bool {
-    plan.columns
-        .iter()
-        .any(|c| c.expression != format!("s.{}", quote_ident(&c.name)))
+    plan.columns.iter().any(|c| !c.copied_as_is())
 }
 
 /// Sets the session's `search_path` to the statement's (see [`open_evaluating`]) when

@@ -366,10 +366,15 @@ pub(super) fn is_timeout_setting(c: &Classification) -> bool {
     })
 }
 
+/// Whether the statement sets `session_replication_role = replica`.
+pub(super) fn sets_replica_role(c: &Classification) -> bool {
+    c.effects
+        .iter()
+        .any(|e| matches!(e, Effect::SetReplicationRole { role, .. } if role.as_str() == "replica"))
+}
+
 fn refuse_replica_role(item: &AnalyzedStatement, index: usize, schedule: &mut Schedule) -> bool {
-    let replica = item.classification.effects.iter().any(
-        |e| matches!(e, Effect::SetReplicationRole { role, .. } if role.as_str() == "replica"),
-    );
+    let replica = sets_replica_role(&item.classification);
     if replica {
         schedule.refusals.push(StatementRefusal {
             statement: index,

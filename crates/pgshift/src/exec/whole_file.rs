@@ -20,10 +20,10 @@
 //! in the table or any partition); a table whose size is not known is not empty. The
 //! hold of what runs is bounded by the unit's budgets like any other unit's.
 
-use super::schedule::{as_written, is_timeout_setting};
+use super::schedule::{as_written, is_timeout_setting, sets_replica_role};
 use super::schedule::{Schedule, Scheduled, StatementRefusal};
 use super::unit::Unit;
-use crate::classify::{Effect, TransactionUse};
+use crate::classify::TransactionUse;
 use crate::refusal::RefusalCause;
 use crate::route::{Route, Step};
 use crate::script::{AnalyzedStatement, Script, TransactionMode};
@@ -81,10 +81,7 @@ fn runs_as_written(item: &AnalyzedStatement) -> bool {
     if c.transaction == TransactionUse::OutsideOnly {
         return false;
     }
-    let replica = c.effects.iter().any(
-        |e| matches!(e, Effect::SetReplicationRole { role, .. } if role.as_str() == "replica"),
-    );
-    if replica {
+    if sets_replica_role(c) {
         return false;
     }
     match &c.route {
@@ -142,17 +139,7 @@ pub fn whole_file(script: &Script, schedule: &Schedule) -> Option<Schedule> {
             .to_owned(),
     );
     Some(Schedule {
-        items: vec![Scheduled::Unit {
-            unit: Unit {
-                steps,
-                transactional: true,
-                statements: members,
-                accepted_blocking: false,
-                copy_and_swap: None,
-                guard: None,
-                whole_on_empty: true,
-            },
-        }],
+        items: vec![on_empty(steps, members)],
         refusals: Vec::<StatementRefusal>::new(),
         notes,
     })
@@ -171,15 +158,20 @@ pub fn as_written_on_empty(item: &AnalyzedStatement, index: usize) -> Option<Sch
     if !needs_more || !runs_as_written(item) || !locks_only_empty(item) {
         return None;
     }
-    Some(Scheduled::Unit {
+    Some(on_empty(vec![as_written(item)], vec![index]))
+}
+
+/// One transaction of `steps` run as written, from `statements`, on new or empty tables.
+fn on_empty(steps: Vec<Step>, statements: Vec<usize>) -> Scheduled {
+    Scheduled::Unit {
         unit: Unit {
-            steps: vec![as_written(item)],
+            steps,
             transactional: true,
-            statements: vec![index],
+            statements,
             accepted_blocking: false,
             copy_and_swap: None,
             guard: None,
             whole_on_empty: true,
         },
-    })
+    }
 }

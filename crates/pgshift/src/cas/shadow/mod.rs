@@ -680,7 +680,7 @@ async fn check_key_mapping(client: &Client, plan: &RunPlan) -> Result<(), CasErr
         let Some(column) = plan.columns.iter().find(|c| c.name == key.name) else {
             continue;
         };
-        if column.expression != format!("s.{}", quote_ident(&key.name)) {
+        if !column.copied_as_is() {
             return refuse(format!(
                 "the statement computes new values of key column {} ({})",
                 quote_ident(&key.name),
