@@ -264,7 +264,11 @@ pub fn analyze_evolving<'f>(
         }
         walk.added_columns.extend(classification.added_columns());
         // Declared facts (a schema file) are not a state the file starts from.
-        if let Some(facts) = walk.facts.as_mut().filter(|f| !f.is_declared()) {
+        if let Some(facts) = walk
+            .facts
+            .as_mut()
+            .filter(|f| !f.is_declared() && crate::catalog::evolve::may_change(&statement))
+        {
             // INV: CO-12 — each statement is judged in the catalog the ones before it
             // leave: its renames, drops and type changes are applied here.
             let evolved = crate::catalog::evolve::evolve(facts.to_mut(), &statement, &walk.created);

@@ -68,6 +68,15 @@ pub fn evolve(
     evolved
 }
 
+/// Whether [`evolve`] can change anything for `statement`: the statements it reads,
+/// so that a caller holding a borrowed snapshot copies it only for those.
+pub fn may_change(statement: &Statement) -> bool {
+    matches!(
+        statement.node,
+        NodeEnum::RenameStmt(_) | NodeEnum::DropStmt(_) | NodeEnum::AlterTableStmt(_)
+    ) || !created_by(statement).is_empty()
+}
+
 /// The relations a `CREATE` statement (without `IF NOT EXISTS`) makes.
 fn created_by(statement: &Statement) -> Vec<QualifiedName> {
     let name = match &statement.node {
