@@ -138,6 +138,11 @@ fn hammerwork_halfway() {
 }
 
 #[test]
+fn procrastinate_halfway() {
+    check_halfway("procrastinate");
+}
+
+#[test]
 fn graphile_worker_halfway() {
     check_halfway("graphile-worker");
 }

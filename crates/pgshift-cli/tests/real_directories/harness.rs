@@ -669,12 +669,20 @@ fn finish(
     );
 }
 
-/// The version of a file as its name starts (`20210425153745_…` → `20210425153745`).
+/// The version of a file as its name starts (`20210425153745_…` → `20210425153745`);
+/// a dotted release keeps its numeric steps, as procrastinate's runner chains them
+/// (`00.05.00_01_drop_x` → `00.05.00_01`).
 fn leading_version(path: &Path, layout: Layout) -> String {
-    display_name(path, layout)
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect()
+    let name = display_name(path, layout);
+    let digits: String = name.chars().take_while(char::is_ascii_digit).collect();
+    if !name[digits.len()..].starts_with('.') {
+        return digits;
+    }
+    name.trim_end_matches(".sql")
+        .split('_')
+        .take_while(|part| !part.is_empty() && part.chars().all(|c| c.is_ascii_digit() || c == '.'))
+        .collect::<Vec<_>>()
+        .join("_")
 }
 
 /// Records `files` in `public._sqlx_migrations` as sqlx does: its table, and per file

@@ -16,6 +16,8 @@
 //! - Flyway and refinery: `V1__name.sql`, `V1.1__name.sql`; Flyway's undo files
 //!   (`U1__name.sql`, next to their `V1__`) are never forward migrations; repeatable
 //!   files (`R__name.sql`) come after the versioned ones, by name;
+//! - dotted releases with steps: `00.05.00_01_name.sql` (procrastinate), ordered by
+//!   the release's numbers and then the step;
 //! - dbmate and goose: one file per version holding an up and a down section
 //!   ([`body`]); only the up section is read.
 //!
@@ -49,6 +51,9 @@ pub enum LayoutKind {
     Flyway,
     /// diesel's `<version>_<name>/up.sql` folders.
     Diesel,
+    /// `00.05.00_01_name.sql`: a dotted release version and a step after it
+    /// (procrastinate's), compared part by part as numbers.
+    Dotted,
     /// No file carries a version.
     Unversioned,
 }
@@ -150,6 +155,10 @@ impl Layout {
             LayoutKind::Diesel => {
                 traits.push("<version>_<name>/up.sql folders".to_owned());
                 "diesel"
+            }
+            LayoutKind::Dotted => {
+                traits.push("NN.NN.NN_NN_name.sql".to_owned());
+                "dotted"
             }
             LayoutKind::Unversioned => "unversioned",
         };
@@ -394,8 +403,9 @@ fn read_name(file_name: &str) -> NameKind {
             }
         }
     }
-    let digits: String = stem.chars().take_while(char::is_ascii_digit).collect();
-    let Some(version) = Version::integer(&digits).filter(|_| !digits.is_empty()) else {
+    let digits = dotted_prefix(stem)
+        .unwrap_or_else(|| stem.chars().take_while(char::is_ascii_digit).collect());
+    let Some(version) = Version::dotted(&digits).filter(|_| !digits.is_empty()) else {
         return NameKind::Unversioned;
     };
     let rest = &stem[digits.len()..];
@@ -421,6 +431,34 @@ fn read_name(file_name: &str) -> NameKind {
         direction,
         dialect,
     }
+}
+
+/// A release version written with dots and the steps after it, as procrastinate names
+/// its files (`03.00.00_50_post_x` → `03.00.00_50`): numbers joined by `.` (at least
+/// one dot), then each `_<digits>` that is followed by `_` or the end. A name whose
+/// first number is followed by `_` is an integer version (`0001_2fa` → `0001`).
+fn dotted_prefix(stem: &str) -> Option<String> {
+    let numbers = |text: &str| text.chars().take_while(char::is_ascii_digit).count();
+    let mut end = numbers(stem);
+    if end == 0 || !stem[end..].starts_with('.') {
+        return None;
+    }
+    while stem[end..].starts_with('.') {
+        let n = numbers(&stem[end + 1..]);
+        if n == 0 {
+            return None;
+        }
+        end += 1 + n;
+    }
+    while stem[end..].starts_with('_') {
+        let n = numbers(&stem[end + 1..]);
+        let after = &stem[end + 1 + n..];
+        if n == 0 || !(after.is_empty() || after.starts_with('_')) {
+            break;
+        }
+        end += 1 + n;
+    }
+    Some(stem[..end].to_owned())
 }
 
 fn flyway_prefix(stem: &str) -> Option<(char, &str)> {
@@ -595,6 +633,8 @@ fn from_entries(dir: &str, mut entries: Vec<Entry>) -> Result<Layout, LayoutErro
         LayoutKind::Flyway
     } else if families.find("diesel").is_some() {
         LayoutKind::Diesel
+    } else if families.find("dotted").is_some() {
+        LayoutKind::Dotted
     } else if families.find("integer").is_some() {
         let counts = c
             .files
@@ -688,8 +728,13 @@ impl Collected {
                 direction,
                 dialect,
             } => {
-                self.families
-                    .note("integer versions (NNNN_name.sql)", file_name);
+                if version.is_dotted() {
+                    self.families
+                        .note("dotted versions (NN.NN.NN_NN_name.sql)", file_name);
+                } else {
+                    self.families
+                        .note("integer versions (NNNN_name.sql)", file_name);
+                }
                 let transaction = match form {
                     FileForm::Plain => TransactionRule::Marker,
                     FileForm::Dbmate | FileForm::Goose => TransactionRule::Sections,
@@ -826,6 +871,9 @@ fn check_mixed(dir: &str, families: &Families) -> Result<(), LayoutError> {
         ("Flyway", "integer"),
         ("Flyway", "diesel"),
         ("diesel", "integer"),
+        ("dotted", "integer"),
+        ("dotted", "Flyway"),
+        ("dotted", "diesel"),
         ("reversible", "plain files"),
         ("plain SQL", "dbmate"),
         ("plain SQL", "goose"),

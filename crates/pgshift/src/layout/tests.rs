@@ -399,3 +399,49 @@ fn a_directory_reads_diesel_folders_and_their_metadata_from_disk() {
     ));
     std::fs::remove_dir_all(&dir).expect("cleanup");
 }
+
+#[test]
+fn dotted_releases_with_steps_order_by_release_then_step() {
+    // procrastinate's names: a release version, then the step within it.
+    let l = layout(&[
+        "03.00.00_50_post_cancel_notification.sql",
+        "00.10.00_02_add_defer_job_function.sql",
+        "03.00.00_01_pre_cancel_notification.sql",
+        "00.05.00_01_drop_started_at_column.sql",
+        "00.00.00_01_initial.sql",
+        "00.10.00_01_close_fetch_job_race_condition.sql",
+        "02.14.01_01_add_indexes_for_fetch_job.sql",
+    ])
+    .expect("reads");
+    assert_eq!(l.kind, LayoutKind::Dotted);
+    assert!(!l.expects_sequence());
+    assert_eq!(
+        order(&l),
+        vec![
+            "00.00.00_01_initial.sql",
+            "00.05.00_01_drop_started_at_column.sql",
+            "00.10.00_01_close_fetch_job_race_condition.sql",
+            "00.10.00_02_add_defer_job_function.sql",
+            "02.14.01_01_add_indexes_for_fetch_job.sql",
+            "03.00.00_01_pre_cancel_notification.sql",
+            "03.00.00_50_post_cancel_notification.sql",
+        ]
+    );
+    assert_eq!(l.files[0].name, "initial");
+    assert_eq!(l.files[0].version.key(), "0.0.0.1");
+    assert_eq!(l.files[6].name, "post_cancel_notification");
+    assert_eq!(l.files[6].transaction, TransactionRule::Marker);
+    assert_eq!(l.describe(), "dotted (NN.NN.NN_NN_name.sql)");
+    // A number after the steps that the name begins with stays in the name.
+    let l = layout(&["1.2_3d_thing.sql"]).expect("reads");
+    assert_eq!(l.files[0].version.key(), "1.2");
+    assert_eq!(l.files[0].name, "3d_thing");
+    // An integer version whose name begins with digits is still an integer version.
+    let l = layout(&["0001_2fa.sql"]).expect("reads");
+    assert_eq!(l.kind, LayoutKind::Numbered);
+    assert_eq!(l.files[0].name, "2fa");
+    assert!(matches!(
+        layout(&["00.01.00_01_a.sql", "0002_b.sql"]),
+        Err(LayoutError::Mixed { .. })
+    ));
+}
