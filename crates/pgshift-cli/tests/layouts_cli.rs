@@ -551,3 +551,63 @@ fn lint_reads_only_the_up_section_of_dbmate_and_goose_files() {
         assert_eq!(modes, vec!["file", "statement"], "{dir}: {}", run.stdout);
     }
 }
+
+/// `plan DIR` plans what `migrate` would run: the files pgshift's history records as
+/// applied are listed, not planned again (it planned every file before).
+#[test]
+fn plan_of_a_directory_pgshift_migrated_plans_the_pending_files_only() {
+    let cluster = shared_cluster().expect("a PostgreSQL cluster starts");
+    let db = cluster.fresh_database("layouts_plan_pending").expect("db");
+    let url = cluster.connection_string(&db);
+    let dir = std::env::temp_dir().join(format!("pgshift-plan-pending-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(LAYOUTS)
+        .join("integers");
+    let mut names: Vec<String> = std::fs::read_dir(&source)
+        .expect("fixture")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort_by_key(|n| {
+        let digits: String = n.chars().take_while(char::is_ascii_digit).collect();
+        (digits.len(), digits)
+    });
+    let copy = |name: &str| std::fs::copy(source.join(name), dir.join(name)).expect("copied");
+    for name in &names[..2] {
+        copy(name);
+    }
+    let dir_text = dir.to_string_lossy().into_owned();
+    let run = pgshift(&["migrate", "--url", &url, &dir_text]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    for name in &names[2..] {
+        copy(name);
+    }
+    let run = pgshift(&["plan", "--url", &url, "--format", "json", &dir_text]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let report = json(&run.stdout);
+    let planned: Vec<String> = report["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .map(|f| f["path"].as_str().expect("path").to_owned())
+        .collect();
+    let applied: Vec<String> = report["applied"]
+        .as_array()
+        .expect("applied listed")
+        .iter()
+        .map(|f| f.as_str().expect("path").to_owned())
+        .collect();
+    let path_of = |name: &String| dir.join(name).to_string_lossy().into_owned();
+    assert_eq!(planned, names[2..].iter().map(path_of).collect::<Vec<_>>());
+    assert_eq!(applied, names[..2].iter().map(path_of).collect::<Vec<_>>());
+    let run = pgshift(&["plan", "--url", &url, &dir_text]);
+    assert!(
+        run.stdout
+            .contains("2 files already applied (pgshift.migrations), not planned"),
+        "{}",
+        run.stdout
+    );
+    std::fs::remove_dir_all(dir).expect("cleanup");
+}

@@ -65,16 +65,30 @@ async fn run_async(args: &PlanArgs) -> Result<u8, CliError> {
     let spec = super::spec(args.url.as_deref())?;
     let session = super::session(&spec, &SessionBudgets::READ_ONLY_PLAN).await?;
     // A directory another runner migrated, with no pgshift history: planning every
-    // file as pending would be wrong; say so once, as `migrate` does.
+    // file as pending would be wrong; say so once, as `migrate` does. Of a directory
+    // pgshift migrated, only the pending files are planned, as `migrate` runs them.
+    let mut applied = Vec::new();
     for dir in args
         .paths
         .iter()
-        .filter(|p| std::path::Path::new(p).is_dir())
+        .map(std::path::Path::new)
+        .filter(|p| p.is_dir())
     {
-        pgshift::migrate::adopt::refuse_unadopted(&session, std::path::Path::new(dir))
+        pgshift::migrate::adopt::refuse_unadopted(&session, dir)
             .await
             .map_err(|err| super::migrate::error(&err))?;
+        applied.extend(
+            pgshift::migrate::applied_paths(&session, dir)
+                .await
+                .map_err(|err| super::migrate::error(&err))?,
+        );
     }
+    let (done, plan_inputs): (Vec<PlanInput>, Vec<PlanInput>) =
+        plan_inputs.into_iter().partition(|input| {
+            applied
+                .iter()
+                .any(|a| a.as_path() == std::path::Path::new(&input.path))
+        });
     // `--sql` is run by `apply --sql` statement by statement, with no migration runner
     // around it; `--transaction-mode` describes the runner of files.
     let mode = if args.sql.is_some() {
@@ -98,6 +112,7 @@ async fn run_async(args: &PlanArgs) -> Result<u8, CliError> {
         .await
         .map_err(|err| CliError::new("plan-failed", err.to_string()))?;
     report.layouts = pgshift::layout::InputLayout::of_inputs(&args.paths);
+    report.applied = done.into_iter().map(|input| input.path).collect();
     match args.format {
         Format::Json => render::print_json(&report),
         Format::Text => print!("{}", render::plan(&report, &spec.redacted())),
@@ -163,6 +178,7 @@ pub async fn plan_report(
         tool_version: report::TOOL_VERSION,
         command: "plan",
         layouts: Vec::new(),
+        applied: Vec::new(),
         server: Some(planned.snapshot.server.clone()),
         files,
         relations: planned.snapshot.relations.clone(),

@@ -26,6 +26,15 @@ pub fn plan(report: &PlanReport, target: &str) -> String {
             layout.path, layout.layout.description
         );
     }
+    if !report.applied.is_empty() {
+        let n = report.applied.len();
+        let _ = writeln!(
+            out,
+            "{n} file{} already applied (pgshift.migrations), not planned; the last: {}",
+            if n == 1 { "" } else { "s" },
+            report.applied[n - 1]
+        );
+    }
     for file in &report.files {
         let _ = writeln!(out, "\n{}", file.path);
         if let Some(split) = &file.split {

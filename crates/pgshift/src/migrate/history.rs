@@ -189,6 +189,24 @@ async fn first_format_key(client: &Client) -> Result<Option<String>, MigrateErro
     Ok(row.map(|row| row.get(0)))
 }
 
+/// Every history row, or none when pgshift's history does not exist yet (a database
+/// pgshift never migrated): what a read-only command (a dry run, `plan DIR`) sees.
+pub async fn rows_if_any(client: &Client) -> Result<Vec<HistoryRow>, MigrateError> {
+    let exists: bool = client
+        .query_one(
+            "SELECT pg_catalog.to_regclass('pgshift.migrations') IS NOT NULL",
+            &[],
+        )
+        .await
+        .map_err(db("looking for pgshift.migrations"))?
+        .get(0);
+    if exists {
+        rows(client).await
+    } else {
+        Ok(Vec::new())
+    }
+}
+
 /// Every history row, in the order they were written.
 pub async fn rows(client: &Client) -> Result<Vec<HistoryRow>, MigrateError> {
     let rows = client

@@ -23,4 +23,6 @@ pub mod sqlx;
 pub use baseline::{baseline, BaselineSource, BaselineStatus, BaselineVerdict};
 pub use directory::{scan, MigrationFile};
 pub use error::MigrateError;
-pub use runner::{migrate, FileRun, FileStatus, MigrateOptions, MigrateOutcome, MigrateVerdict};
+pub use runner::{
+    applied_paths, migrate, FileRun, FileStatus, MigrateOptions, MigrateOutcome, MigrateVerdict,
+};

@@ -166,7 +166,7 @@ pub async fn migrate(
         history::ensure(client).await?;
     }
     let rows = if options.dry_run {
-        history::rows(client).await.unwrap_or_default()
+        history::rows_if_any(client).await?
     } else {
         history::rows(client).await?
     };
@@ -240,6 +240,27 @@ pub async fn migrate(
         verdict.files.push(run);
     }
     Ok(verdict)
+}
+
+/// The files of `dir` that `pgshift.migrations` records as applied (a repeatable: with
+/// its current bytes), for `plan DIR`, which plans what `migrate` would run: the
+/// pending files. An applied file whose bytes changed is the error `migrate` gives.
+pub async fn applied_paths(
+    session: &Session,
+    dir: &Path,
+) -> Result<Vec<std::path::PathBuf>, MigrateError> {
+    let (_, files) = scan_layout(dir)?;
+    let client = session.client();
+    let rows = history::rows_if_any(client).await?;
+    if rows.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sources = pending::read_all(client, &files, &rows).await?;
+    Ok(sources
+        .iter()
+        .filter(|source| source.applied())
+        .map(|source| source.file.path.clone())
+        .collect())
 }
 
 /// `--dry-run`: plans every pending file in order, in one planning pass — the one

@@ -21,6 +21,10 @@ pub struct PlanReport {
     pub command: &'static str,
     /// The layout of each directory given, as detected from its file names.
     pub layouts: Vec<crate::layout::InputLayout>,
+    /// Files of the directories given that `pgshift.migrations` records as applied:
+    /// not planned, as `migrate` would not run them. Absent when there are none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub applied: Vec<String>,
     /// The server planned against.
     pub server: Option<ServerFacts>,
     /// The files, in order.
