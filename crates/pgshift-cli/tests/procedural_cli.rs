@@ -229,3 +229,44 @@ fn inv_pc_1_procedural_code_run_as_written_waits_at_most_the_lock_budget() {
         "the first attempt gave up at the lock budget: {report:#}"
     );
 }
+
+/// A block after one that fails on the clone is refused naming the statement that
+/// failed, its line and the server's error (it said only "an earlier statement
+/// failed", once per later block: 40 times on a directory sqlx had migrated).
+#[test]
+fn a_block_not_traced_names_the_statement_that_failed_before_it() {
+    let (cluster, db) = database(SCHEMA);
+    let url = cluster.connection_string(&db);
+    let dir = std::env::temp_dir().join(format!("pgshift-proc-fail-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let first = dir.join("0001_first.sql");
+    std::fs::write(
+        &first,
+        "-- a comment\nDO $$ BEGIN PERFORM 1 / (SELECT count(*) FROM items)::int; END $$;\n",
+    )
+    .expect("write");
+    std::fs::write(
+        dir.join("0002_second.sql"),
+        "DO $$ BEGIN ALTER TABLE items ADD COLUMN note text; END $$;\n",
+    )
+    .expect("write");
+    let run = pgshift(&[
+        "plan",
+        "--url",
+        &url,
+        "--format",
+        "json",
+        &dir.to_string_lossy(),
+    ]);
+    assert_eq!(run.code, 2, "{}\n{}", run.stdout, run.stderr);
+    let report = json(&run.stdout);
+    let second = &report["files"][1];
+    let message = second.to_string();
+    assert!(
+        message.contains("procedural-failed-on-clone")
+            && message.contains(&format!("{}:2: division by zero (22012)", first.display())),
+        "{second:#}"
+    );
+    std::fs::remove_dir_all(dir).expect("cleanup");
+}

@@ -350,3 +350,127 @@ async fn a_rewrite_runs_through_copy_and_swap_and_is_found_again_after_a_crash()
         "bigint"
     );
 }
+
+/// A file that failed after committed units is finished with `--allow-blocking` given
+/// on the next run: the option reaches the units that did not run (the recorded
+/// schedule was reused as it was, and the copy-and-swap unit failed again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allow_blocking_given_on_resume_reaches_the_units_not_run() {
+    let db = database(
+        "resume_allow",
+        "CREATE TABLE items (id bigint PRIMARY KEY, qty int); \
+         INSERT INTO items SELECT g, g FROM generate_series(1, 1000) g; \
+         CREATE FUNCTION items_all() RETURNS SETOF items LANGUAGE sql AS 'SELECT * FROM items';",
+    );
+    let dir = temp_dir("resume_allow");
+    std::fs::write(
+        dir.join("0001_amount.sql"),
+        "ALTER TABLE items RENAME COLUMN qty TO amount;\nALTER TABLE items ALTER COLUMN amount TYPE bigint;\n",
+    )
+    .expect("write");
+    let first = run_migrate(&db, &dir, &migrate_options_with_cas(&db))
+        .await
+        .expect("runs");
+    assert_ne!(first.outcome, MigrateOutcome::Done, "{first:#?}");
+    let verdict = first.files[0].verdict.as_ref().expect("ran");
+    assert_eq!(
+        verdict.committed_units, 1,
+        "the rename committed: {first:#?}"
+    );
+
+    let mut options = migrate_options_with_cas(&db);
+    options.apply.allow_blocking = vec![pgshift_sql::QualifiedName::bare("items")];
+    let second = run_migrate(&db, &dir, &options).await.expect("runs");
+    assert_eq!(
+        second.outcome,
+        MigrateOutcome::DoneWithBlocking,
+        "{second:#?}"
+    );
+    assert!(second.files[0].resumed, "{second:#?}");
+    assert_eq!(second.files[0].committed_before, 1);
+    let kind = cluster()
+        .psql(
+            &db,
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'items'::regclass AND attname = 'amount'",
+        )
+        .expect("query");
+    assert_eq!(kind.trim(), "bigint");
+    assert!(history(&db).contains("|done|"), "{}", history(&db));
+}
+
+/// A file that failed after committed units, finished by hand, is handed over with
+/// `--baseline VERSION`: its failed row is replaced by a baselined one that says what
+/// it replaced (the baseline refused a failed row, and only a hand `DELETE` from
+/// pgshift's table got past it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_file_finished_by_hand_is_baselined_over_its_failed_row() {
+    let db = database(
+        "baseline_failed",
+        "CREATE TABLE items (id bigint PRIMARY KEY, qty int); \
+         INSERT INTO items SELECT g, g FROM generate_series(1, 100) g; \
+         UPDATE items SET qty = -1 WHERE id = 50;",
+    );
+    let dir = temp_dir("baseline_failed");
+    std::fs::write(
+        dir.join("0001_qty.sql"),
+        "ALTER TABLE items ADD COLUMN tag text;\nALTER TABLE items ADD CONSTRAINT items_qty_check CHECK (qty >= 0);\n",
+    )
+    .expect("write");
+    std::fs::write(
+        dir.join("0002_later.sql"),
+        "ALTER TABLE items ADD COLUMN later int;",
+    )
+    .expect("write");
+    let first = run_migrate(&db, &dir, &migrate_options())
+        .await
+        .expect("runs");
+    assert_eq!(first.outcome, MigrateOutcome::Failed, "{first:#?}");
+    // Finished by hand: the data fixed and the constraint validated natively.
+    cluster()
+        .psql(
+            &db,
+            "UPDATE items SET qty = 0 WHERE qty < 0; ALTER TABLE items VALIDATE CONSTRAINT items_qty_check;",
+        )
+        .expect("finished by hand");
+    let main = session(&db).await;
+    let verdict = pgshift::migrate::baseline(
+        &main,
+        &dir,
+        &pgshift::migrate::BaselineSource::UpTo("0001".to_owned()),
+        false,
+    )
+    .await
+    .expect("a failed row is baselined over");
+    assert_eq!(
+        verdict.files[0].status,
+        pgshift::migrate::BaselineStatus::Baselined
+    );
+    let replaced = verdict.files[0]
+        .replaced
+        .as_deref()
+        .expect("says what it replaced");
+    assert!(
+        replaced.contains("committed 2 of 3 units") && replaced.contains("23514"),
+        "{replaced}"
+    );
+    let second = run_migrate(&db, &dir, &migrate_options())
+        .await
+        .expect("runs");
+    assert_eq!(second.outcome, MigrateOutcome::Done, "{second:#?}");
+    assert_eq!(second.files[0].status, FileStatus::AlreadyApplied);
+    assert_eq!(second.files[1].status, FileStatus::Applied);
+    let rows = cluster()
+        .psql(
+            &db,
+            "SELECT version, outcome, baselined FROM pgshift.migrations ORDER BY id",
+        )
+        .expect("history");
+    let lines: Vec<&str> = rows.lines().collect();
+    assert_eq!(lines.len(), 2, "{rows}");
+    assert!(
+        lines[0].starts_with(
+            "1|done|--baseline 0001, over a failed run that had committed 2 of 3 units"
+        ),
+        "{rows}"
+    );
+}

@@ -25,6 +25,9 @@ pub fn baseline(verdict: &BaselineVerdict) -> String {
             BaselineStatus::Pending => "pending: migrate applies it",
         };
         let _ = writeln!(out, "{label:<48} {detail}");
+        if let Some(replaced) = &file.replaced {
+            let _ = writeln!(out, "{:<48} (its record replaces {replaced})", "");
+        }
     }
     let count = |status| verdict.files.iter().filter(|f| f.status == status).count();
     let pending = count(BaselineStatus::Pending);

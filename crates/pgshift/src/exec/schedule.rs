@@ -518,6 +518,36 @@ fn schedule_statement(
 
 /// The statement as written, as a unit of its own whose blocking form the operator
 /// accepted.
+/// A recorded schedule resumed with this run's `--allow-blocking`: each copy-and-swap
+/// unit from the `from`-th unit on whose table the operator now names runs its
+/// statement as written, accepted as blocking, as [`schedule`] would have scheduled it
+/// with that option (rule 4). The units before `from` committed and are not touched.
+/// Returns how many units changed.
+pub fn accept_blocking_from(
+    items: &mut [Scheduled],
+    from: usize,
+    allowed: &[QualifiedName],
+) -> usize {
+    let mut changed = 0;
+    let units = items.iter_mut().filter_map(|item| match item {
+        Scheduled::Unit { unit } => Some(unit),
+        _ => None,
+    });
+    for unit in units.skip(from) {
+        let named = unit
+            .copy_and_swap
+            .as_ref()
+            .is_some_and(|table| allowed.iter().any(|t| t.matches(table)));
+        if named {
+            unit.copy_and_swap = None;
+            unit.accepted_blocking = true;
+            unit.transactional = unit.steps.iter().all(|step| step.transactional);
+            changed += 1;
+        }
+    }
+    changed
+}
+
 fn blocking_form(item: &AnalyzedStatement, index: usize) -> Scheduled {
     Scheduled::Unit {
         unit: Unit {

@@ -71,6 +71,18 @@ pub struct BaselineFile {
     pub path: PathBuf,
     /// What happens to it.
     pub status: BaselineStatus,
+    /// The history row its record replaces: a run of it that failed after committing
+    /// part of it, which the operator finished by hand.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replaced: Option<String>,
+}
+
+/// A file to record as applied.
+struct Recorded<'a> {
+    file: &'a MigrationFile,
+    checksum: String,
+    /// The failed row it replaces: id, units committed and total.
+    replaces: Option<(i64, i32, i32)>,
 }
 
 /// The verdict of a baseline.
@@ -98,8 +110,9 @@ pub struct SqlxMismatch {
 }
 
 /// Records files as applied without running them. Nothing is written when anything
-/// disagrees (an edited applied file, a failed or running history row among them, a
-/// sqlx record that does not match its file), or with `dry_run`.
+/// disagrees (an edited applied file, a running history row among them, a sqlx record
+/// that does not match its file), or with `dry_run`. A file whose pgshift run failed
+/// part-way (finished by hand) is recorded over its failed row, which the record names.
 pub async fn baseline(
     session: &Session,
     dir: &Path,
@@ -210,6 +223,7 @@ async fn judge(
     let mut to_record = Vec::new();
     for file in files {
         let row = super::pending::row_of(file, rows);
+        let mut replaced = None;
         let status = if !file.key().is_some_and(|key| selected.contains(&key)) {
             BaselineStatus::Pending
         } else {
@@ -219,12 +233,39 @@ async fn judge(
             })?;
             let checksum = history::checksum(client, &bytes).await?;
             match row {
+                // A file whose run failed part-way, finished by hand: the failed row
+                // is replaced, and the new one says what it replaced.
+                Some(row) if row.outcome == "failed" => {
+                    replaced = Some(format!(
+                        "a failed run that had committed {} of {} units{}",
+                        row.units_committed,
+                        row.units_total,
+                        row.error
+                            .as_deref()
+                            .map(|e| format!(" ({e})"))
+                            .unwrap_or_default()
+                    ));
+                    to_record.push(Recorded {
+                        file,
+                        checksum,
+                        replaces: Some((row.id()?, row.units_committed, row.units_total)),
+                    });
+                    if dry_run {
+                        BaselineStatus::WouldBaseline
+                    } else {
+                        BaselineStatus::Baselined
+                    }
+                }
                 Some(row) => {
                     already_recorded(row, &checksum)?;
                     BaselineStatus::AlreadyApplied
                 }
                 None => {
-                    to_record.push((file, checksum));
+                    to_record.push(Recorded {
+                        file,
+                        checksum,
+                        replaces: None,
+                    });
                     if dry_run {
                         BaselineStatus::WouldBaseline
                     } else {
@@ -238,6 +279,7 @@ async fn judge(
             name: file.name.clone(),
             path: file.path.clone(),
             status,
+            replaced,
         });
     }
     if !dry_run && !to_record.is_empty() {
@@ -371,7 +413,7 @@ fn sqlx_file(files: &[MigrationFile], version: i64) -> Option<&MigrationFile> {
 /// Records the files in one transaction.
 async fn record(
     client: &tokio_postgres::Client,
-    files: &[(&MigrationFile, String)],
+    files: &[Recorded<'_>],
     how: &str,
 ) -> Result<(), MigrateError> {
     let db = |what: &'static str| move |source| MigrateError::Database { what, source };
@@ -379,10 +421,23 @@ async fn record(
         .batch_execute("BEGIN; SET LOCAL lock_timeout = 2000")
         .await
         .map_err(db("starting the baseline transaction"))?;
-    for (file, checksum) in files {
-        if let Err(err) =
-            history::record_baselined(client, &file.label(), &file.name, checksum, how).await
-        {
+    for recorded in files {
+        let file = recorded.file;
+        let result = async {
+            let how = match recorded.replaces {
+                Some((id, committed, total)) => {
+                    history::forget(client, id, "replacing a failed run by its baseline").await?;
+                    format!(
+                        "{how}, over a failed run that had committed {committed} of {total} units"
+                    )
+                }
+                None => how.to_owned(),
+            };
+            history::record_baselined(client, &file.label(), &file.name, &recorded.checksum, &how)
+                .await
+        }
+        .await;
+        if let Err(err) = result {
             let _ = client.batch_execute("ROLLBACK").await;
             return Err(err);
         }

@@ -38,7 +38,7 @@ pub enum MigrateError {
         version: String,
     },
     /// A file to baseline has a history row that is not done.
-    #[error("{version} is in pgshift.migrations as {outcome}, not applied: run migrate to finish it before baselining; nothing was recorded")]
+    #[error("{version} is in pgshift.migrations as {outcome}: a run of it has not ended (another migrate runs it, or one was stopped mid-file); run migrate to finish it before baselining; nothing was recorded")]
     BaselineConflict {
         /// The version.
         version: String,

@@ -331,7 +331,7 @@ async fn dry_run(
             Some(row) => {
                 run.resumed = true;
                 run.committed_before = usize::try_from(row.units_committed).unwrap_or(0);
-                recorded(row)
+                recorded(row, options)
             }
             None => {
                 let scheduled = schedule_of(script, options);
@@ -347,12 +347,32 @@ async fn dry_run(
     Ok(verdict)
 }
 
-/// The schedule recorded when a file first ran (a resumed file runs exactly it).
-fn recorded(row: &HistoryRow) -> Schedule {
+/// The schedule recorded when a file first ran: a resumed file runs exactly it, but
+/// for this run's `--allow-blocking`, which reaches the units that did not commit (a
+/// copy-and-swap unit of a named table runs as written, accepted as blocking). The file
+/// is not judged again: the units that committed changed what it would be judged on.
+fn recorded(row: &HistoryRow, options: &MigrateOptions) -> Schedule {
+    let mut items = row.items.clone();
+    let committed = usize::try_from(row.units_committed).unwrap_or(0);
+    let changed = crate::exec::schedule::accept_blocking_from(
+        &mut items,
+        committed,
+        &options.apply.allow_blocking,
+    );
+    let notes = if changed > 0 {
+        vec![format!(
+            "resumed with --allow-blocking: {changed} copy-and-swap unit{} of the recorded \
+             schedule run{} as written instead",
+            if changed == 1 { "" } else { "s" },
+            if changed == 1 { "s" } else { "" }
+        )]
+    } else {
+        Vec::new()
+    };
     Schedule {
-        items: row.items.clone(),
+        items,
         refusals: Vec::new(),
-        notes: Vec::new(),
+        notes,
     }
 }
 
@@ -428,7 +448,7 @@ async fn run_file(
     let file = source.file;
     let resumable = source.resumable();
     let planned = match resumable {
-        Some(row) => recorded(row),
+        Some(row) => recorded(row, options),
         None => match pending::parse(source, options.max_file_bytes) {
             Ok(input) => {
                 run.runner_transaction = Some(runner_mode(&input));

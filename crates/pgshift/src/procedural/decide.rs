@@ -50,6 +50,9 @@ pub struct Facts {
     pub reads_populated: Vec<QualifiedName>,
     /// The guard's copy of the block (PC-5), when one could be made.
     pub guard: Option<Guard>,
+    /// The statement that failed on the clone before this one, as `file:line: error`,
+    /// when one did (this one was then not traced).
+    pub earlier_failure: Option<String>,
 }
 
 /// Pre-existing user tables the trace locked in a mode that blocks writes, or
@@ -128,10 +131,16 @@ pub fn decide(trace: &StatementTrace, facts: &Facts, accepted: bool) -> Decision
             ))
         }
         Outcome::Skipped | Outcome::NotRun => {
+            let which = match &facts.earlier_failure {
+                Some(failure) => format!("an earlier statement failed there ({failure})"),
+                None => "an earlier statement failed there".to_owned(),
+            };
             return Decision::Refused(Refusal::new(
                 RefusalCause::ProceduralFailedOnClone,
-                "an earlier statement failed on the throwaway clone, so this one was not traced",
-            ))
+                format!(
+                    "this statement was not traced on the throwaway clone of the target's schema: {which}; fix or run that one first"
+                ),
+            ));
         }
     }
     let heavy = heavy_tables(trace);

@@ -32,8 +32,8 @@ use crate::connect::Session;
 use crate::plan::PlanInput;
 use crate::refusal::{Refusal, RefusalCause};
 use crate::trace::{
-    instrumented, trace, CalledFunction, StatementTrace, TraceError, TraceInput, TraceTarget,
-    TracedDdl, TracedLock, TracedRewrite,
+    instrumented, trace, CalledFunction, FileTrace, Outcome, StatementTrace, TraceError,
+    TraceInput, TraceTarget, TracedDdl, TracedLock, TracedRewrite,
 };
 
 /// How `plan`, `apply` and `migrate` treat procedural code.
@@ -299,6 +299,7 @@ pub async fn prepare(
     .await?;
     let after = live::fingerprint(client).await.map_err(live)?;
     let changed = before != after;
+    let earlier_failure = first_failure(&inputs, &run.files);
     let mut prepared = Prepared {
         inputs: Vec::with_capacity(inputs.len()),
         verdicts: Vec::with_capacity(inputs.len()),
@@ -347,6 +348,7 @@ pub async fn prepare(
                 populated,
                 reads_populated,
                 guard,
+                earlier_failure: earlier_failure.clone(),
             };
             let accepted = options
                 .allow
@@ -402,6 +404,28 @@ pub async fn prepare(
 /// Each bare name of `names` in every schema of the user's `search_path` (pgshift's
 /// own session resolves names in `pg_catalog` only), qualified names as they are: a
 /// name found with rows in any of them counts as holding rows.
+/// The first statement that failed on the clone, as `file:line: error (SQLSTATE)`:
+/// every statement traced after it was not run, and their refusals name it.
+fn first_failure(inputs: &[PlanInput], files: &[FileTrace]) -> Option<String> {
+    inputs.iter().zip(files).find_map(|(input, file)| {
+        file.statements.iter().find_map(|traced| {
+            let Outcome::Failed { message, sqlstate } = &traced.outcome else {
+                return None;
+            };
+            let line = input
+                .statements
+                .iter()
+                .find(|s| s.index == traced.index)
+                .map_or(0, |s| s.position.line);
+            let code = sqlstate
+                .as_deref()
+                .map(|code| format!(" ({code})"))
+                .unwrap_or_default();
+            Some(format!("{}:{line}: {message}{code}", input.path))
+        })
+    })
+}
+
 fn on_path(names: &[QualifiedName], session: &Session) -> Vec<QualifiedName> {
     let mut out = Vec::new();
     for name in names {
