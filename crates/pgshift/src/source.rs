@@ -141,6 +141,7 @@ pub fn input_layouts(inputs: &[String]) -> Vec<(String, Layout)> {
 /// paths to read, in order. Missing paths are reported per input.
 pub fn expand_inputs(inputs: &[String]) -> Vec<Result<InputPath, SourceError>> {
     let mut result = Vec::new();
+    let mut explicit = Vec::new();
     for input in inputs {
         if input == "-" {
             result.push(Ok(InputPath::Stdin));
@@ -153,6 +154,7 @@ pub fn expand_inputs(inputs: &[String]) -> Vec<Result<InputPath, SourceError>> {
                 Err(err) => result.push(Err(err)),
             }
         } else if path.exists() {
+            explicit.push(result.len());
             result.push(Ok(InputPath::File(path.to_path_buf())));
         } else {
             result.push(Err(SourceError::NotFound {
@@ -160,7 +162,62 @@ pub fn expand_inputs(inputs: &[String]) -> Vec<Result<InputPath, SourceError>> {
             }));
         }
     }
+    in_migration_order(&mut result, &explicit);
     result
+}
+
+/// Files named one by one (`lint migrations/*.sql`: the shell's byte order, in which
+/// `10_x.sql` comes before `2_x.sql`) are judged in their directory's migration order:
+/// the places the files of one directory hold among the inputs are filled with them
+/// in the order its layout reads them. Files of other directories, directories and
+/// stdin keep their places; a file the layout does not read keeps its own.
+fn in_migration_order(inputs: &mut [Result<InputPath, SourceError>], explicit: &[usize]) {
+    let mut by_dir: Vec<(PathBuf, Vec<usize>)> = Vec::new();
+    for &slot in explicit {
+        let Some(Ok(InputPath::File(path))) = inputs.get(slot) else {
+            continue;
+        };
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        match by_dir.iter_mut().find(|(d, _)| *d == dir) {
+            Some((_, slots)) => slots.push(slot),
+            None => by_dir.push((dir, vec![slot])),
+        }
+    }
+    for (dir, slots) in by_dir.into_iter().filter(|(_, slots)| slots.len() > 1) {
+        let listed = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir.as_path()
+        };
+        let Ok(order) = directory_layout(listed).map(|layout| layout.forward_paths()) else {
+            continue;
+        };
+        let position = |slot: usize| match &inputs[slot] {
+            Ok(InputPath::File(path)) => {
+                order.iter().position(|p| p.file_name() == path.file_name())
+            }
+            _ => None,
+        };
+        let mut read: Vec<(usize, usize)> = Vec::new();
+        for &slot in &slots {
+            if let Some(at) = position(slot) {
+                read.push((slot, at));
+            }
+        }
+        let mut sorted: Vec<InputPath> = {
+            let mut by_position = read.clone();
+            by_position.sort_by_key(|&(_, at)| at);
+            by_position
+                .iter()
+                .filter_map(|&(slot, _)| inputs[slot].as_ref().ok().cloned())
+                .collect()
+        };
+        for (slot, _) in read.iter().rev() {
+            if let Some(input) = sorted.pop() {
+                inputs[*slot] = Ok(input);
+            }
+        }
+    }
 }
 
 /// An input to read.

@@ -81,7 +81,8 @@ pub(crate) fn classify_create(stmt: &CreateStmt, context: &Context<'_>, b: &mut 
 /// may treat as nobody else's. Without `IF NOT EXISTS` it does (or fails). With it, the
 /// relation is new only when the facts say it is missing (or an earlier statement of
 /// the input created it): an existing relation is left as it is, so the statements
-/// after it work on the existing one, and offline that is unknown.
+/// after it work on the existing one. With no facts that is unknown; with declared
+/// facts (lint: the earlier files and `--schema`), a relation none declares is new.
 pub(crate) fn creates_new(
     if_not_exists: bool,
     name: &QualifiedName,
@@ -98,6 +99,14 @@ pub(crate) fn creates_new(
                 "{name} already exists, so IF NOT EXISTS leaves it as it is: the statements after this one work on the existing relation"
             ));
             false
+        }
+        // Lint's facts are what the files before this one and `--schema` declare: the
+        // history the files write. A relation none of them declares is created here.
+        Lookup::Unknown if context.facts.is_some_and(|f| f.is_declared()) => {
+            b.reason(format!(
+                "IF NOT EXISTS: no earlier file (nor --schema) declares {name}, so it is judged new here; on a database that already has it, the statements after this one work on the existing relation (plan against the server to know)"
+            ));
+            true
         }
         Lookup::Unknown => {
             b.reason(format!(
