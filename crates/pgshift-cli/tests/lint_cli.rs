@@ -274,3 +274,43 @@ fn random_bytes_never_crash_the_linter() {
         assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
     }
 }
+
+/// A column renamed earlier in the same file keeps the type the schema declares: a
+/// widening of `varchar(10)` under its new name is a catalog change, not a rewrite (the
+/// renamed column was unknown to lint, so the worst case, a rewrite, was reported).
+#[test]
+fn a_rename_earlier_in_the_file_keeps_the_columns_known_type() {
+    let dir = std::env::temp_dir().join(format!("pgshift-lint-rename-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    std::fs::write(
+        dir.join("1_t.sql"),
+        "CREATE TABLE t (id bigint PRIMARY KEY, a varchar(10));\n",
+    )
+    .expect("written");
+    std::fs::write(
+        dir.join("2_widen.sql"),
+        "ALTER TABLE t RENAME COLUMN a TO b;\nALTER TABLE t ALTER COLUMN b TYPE varchar(20);\n",
+    )
+    .expect("written");
+    let run = pgshift(&["lint", "--format", "json", &dir.to_string_lossy()]);
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON");
+    let at_line_2: Vec<&str> = report["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| {
+            f["line"] == 2
+                && f["path"]
+                    .as_str()
+                    .is_some_and(|p| p.ends_with("2_widen.sql"))
+        })
+        .map(|f| f["code"].as_str().expect("code"))
+        .collect();
+    assert!(
+        !at_line_2.contains(&"table-rewrite") && at_line_2.contains(&"blocking-lock"),
+        "{at_line_2:?}\n{}",
+        run.stdout
+    );
+    std::fs::remove_dir_all(dir).expect("cleanup");
+}

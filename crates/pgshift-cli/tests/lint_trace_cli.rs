@@ -138,3 +138,50 @@ fn lint_trace_with_a_url_gives_the_live_size_of_what_the_blocking_form_holds() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A rewrite that runs inside procedural code gets `table-rewrite`, the code the written
+/// form gets, once the trace shows it (it was only a difference in the trace section);
+/// the written form keeps its one finding.
+#[test]
+fn a_rewrite_inside_procedural_code_gets_the_rewrites_code_when_traced() {
+    let dir = std::env::temp_dir().join(format!("pgshift-trace-hidden-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a directory");
+    std::fs::write(
+        dir.join("0001_t.sql"),
+        "CREATE TABLE t (id int PRIMARY KEY, x int, y int);\n",
+    )
+    .expect("written");
+    std::fs::write(
+        dir.join("0002_widen.sql"),
+        "DO $$ BEGIN EXECUTE 'ALTER TABLE t ALTER COLUMN x TYPE bigint'; END $$;\nALTER TABLE t ALTER COLUMN y TYPE bigint;\n",
+    )
+    .expect("written");
+    let run = pgshift(&[
+        "lint",
+        "--trace",
+        "--format",
+        "json",
+        &dir.to_string_lossy(),
+    ]);
+    let json: Value = serde_json::from_str(&run.stdout).expect("stdout is JSON");
+    let rewrites: Vec<(u64, &str)> = json["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| f["code"] == "table-rewrite")
+        .map(|f| {
+            (
+                f["line"].as_u64().expect("line"),
+                f["path"].as_str().expect("path"),
+            )
+        })
+        .collect();
+    assert_eq!(rewrites.len(), 2, "{rewrites:?}\n{json:#}");
+    assert!(rewrites.iter().all(|(_, p)| p.ends_with("0002_widen.sql")));
+    let mut lines: Vec<u64> = rewrites.iter().map(|(l, _)| *l).collect();
+    lines.sort_unstable();
+    assert_eq!(lines, vec![1, 2]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    std::fs::remove_dir_all(dir).expect("cleanup");
+}

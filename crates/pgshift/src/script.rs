@@ -263,11 +263,12 @@ pub fn analyze_evolving<'f>(
             live.extend(live_volume(walk.facts.as_deref(), &lock.relation));
         }
         walk.added_columns.extend(classification.added_columns());
-        // Declared facts (a schema file) are not a state the file starts from.
+        // Live facts, and lint's declared ones (the earlier files and `--schema`),
+        // evolve alike: a rename earlier in the file keeps the column's known type.
         if let Some(facts) = walk
             .facts
             .as_mut()
-            .filter(|f| !f.is_declared() && crate::catalog::evolve::may_change(&statement))
+            .filter(|_| crate::catalog::evolve::may_change(&statement))
         {
             // INV: CO-12 — each statement is judged in the catalog the ones before it
             // leave: its renames, drops and type changes are applied here.

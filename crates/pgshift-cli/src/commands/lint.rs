@@ -108,6 +108,13 @@ pub fn run(args: &LintArgs) -> u8 {
     }
     let trace_failed = if args.trace {
         let trace = traced.run(args.url.as_deref(), report.summary.input_errors);
+        for (path, finding, statement) in traced.hidden_rewrites(&trace, &report.findings) {
+            text.push_str(&render::finding(&path, &finding, &statement));
+            report.summary.count(finding.severity);
+            report
+                .findings
+                .push(FindingReport::new(&path, &finding, &statement));
+        }
         text.push_str(&render::trace_section(&trace));
         let failed = lint_trace::found_wanting(&trace);
         report.trace = Some(trace);

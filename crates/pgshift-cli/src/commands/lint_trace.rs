@@ -5,8 +5,9 @@ use pgshift::catalog::read_snapshot;
 use pgshift::catalog::volume::live_volume;
 use pgshift::classify::Classification;
 use pgshift::connect::SessionBudgets;
+use pgshift::lint::{Code, Finding, Help};
 use pgshift::lock::LockMode;
-use pgshift::report::{LintTrace, TracedStatementReport};
+use pgshift::report::{FindingReport, LintTrace, TracedStatementReport};
 use pgshift::script::Script;
 use pgshift::trace::{compare, trace, Outcome, TraceInput, TraceTarget};
 use pgshift_sql::{QualifiedName, Statement};
@@ -49,7 +50,7 @@ impl Traced {
     /// Traces the files (against `url`'s schema, else replayed from the first) and
     /// compares. With inputs that could not be read, nothing is traced: a replay
     /// without them would not be the directory's history.
-    pub fn run(self, url: Option<&str>, input_errors: usize) -> LintTrace {
+    pub fn run(&self, url: Option<&str>, input_errors: usize) -> LintTrace {
         let mut out = LintTrace {
             server_version: None,
             schema: None,
@@ -112,6 +113,73 @@ impl Traced {
             }
         }
         out
+    }
+}
+
+impl Traced {
+    /// The findings the trace adds: a statement that rewrote a table no earlier
+    /// statement of its file created, where lint's reading of the SQL saw no rewrite
+    /// (procedural code, a function it calls) gets `table-rewrite`, the code the
+    /// written form gets; `(path, finding, statement text)`, in the files' order.
+    pub fn hidden_rewrites(
+        &self,
+        trace: &LintTrace,
+        reported: &[FindingReport],
+    ) -> Vec<(String, Finding, String)> {
+        let mut out = Vec::new();
+        for (path, statements, classifications) in &self.files {
+            // New to lint are the tables created earlier in the same file (those of
+            // earlier files are judged as existing, as the static findings judge them).
+            let mut created: Vec<&QualifiedName> = Vec::new();
+            for (index, (statement, classification)) in
+                statements.iter().zip(classifications).enumerate()
+            {
+                let traced = trace
+                    .statements
+                    .iter()
+                    .find(|t| t.path == *path && t.statement_index == index);
+                let already = reported.iter().any(|f| {
+                    f.path == *path && f.statement_index == index && f.code == Code::TableRewrite
+                });
+                if let (Some(traced), false) = (traced, already) {
+                    let mut tables: Vec<String> = Vec::new();
+                    for rewrite in &traced.trace.rewrites {
+                        let new = created.iter().any(|c| c.matches(&rewrite.table));
+                        let name = rewrite.table.to_string();
+                        if !new && !tables.contains(&name) {
+                            tables.push(name);
+                        }
+                    }
+                    if !tables.is_empty() {
+                        out.push((
+                            path.clone(),
+                            hidden_rewrite(index, statement, &tables),
+                            statement.text.clone(),
+                        ));
+                    }
+                }
+                created.extend(classification.created_relations());
+            }
+        }
+        out
+    }
+}
+
+fn hidden_rewrite(index: usize, statement: &Statement, tables: &[String]) -> Finding {
+    Finding {
+        code: Code::TableRewrite,
+        severity: Code::TableRewrite.severity(),
+        statement: index,
+        position: statement.position,
+        span: statement.span,
+        message: format!(
+            "traced on a clone, this statement rewrote every row of {} under ACCESS EXCLUSIVE: it blocks all reads and writes for as long as the copy takes; reading the SQL does not show it (the rewrite runs inside procedural code)",
+            tables.join(", ")
+        ),
+        help: Some(Help {
+            text: "write the rewrite as its own statement, so that `pgshift apply` and `pgshift migrate` can run it online (copy-and-swap); `pgshift plan --url` says how each statement runs".to_owned(),
+            sql: Vec::new(),
+        }),
     }
 }
 
