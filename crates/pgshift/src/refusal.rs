@@ -133,6 +133,10 @@ refusal_causes! {
     /// blocks writes, and no safer sequence or copy-and-swap exists for it;
     /// `--allow-blocking TABLE` runs it as written, reported as blocking.
     BlockingWork = "blocking-work", Unsupported;
+    /// A unit planned to run as written because the tables it blocks writes on held no
+    /// rows found one holding rows when it started, under its own lock; nothing of it
+    /// ran.
+    TableNoLongerEmpty = "table-no-longer-empty", Unsafe;
     /// `ADD COLUMN … NOT NULL` with no default on a table that has rows: every existing
     /// row would hold NULL, so PostgreSQL rejects it.
     NullInExistingRows = "null-in-existing-rows", Invalid;

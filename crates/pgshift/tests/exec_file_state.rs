@@ -285,3 +285,83 @@ INSERT INTO t SELECT g, g, g FROM generate_series(1, 3000) g;",
     )
     .await;
 }
+
+/// A statement planned as written because its table held no rows finds rows there when
+/// its unit starts: the unit locks the table, reads it again and runs nothing (it ran
+/// the rewrite as planned, under ACCESS EXCLUSIVE, on however many rows had come).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inv_tx_2_emptiness_is_read_again_under_the_units_lock() {
+    let db = database("empty_then_rows", "CREATE TABLE t (c int);");
+    let main = session(&db).await;
+    let monitor = session(&db).await;
+    let statements =
+        pgshift_sql::parse("ALTER TABLE t ALTER COLUMN c TYPE bigint").expect("valid SQL");
+    let planned = pgshift::plan::plan(
+        &main,
+        vec![pgshift::plan::PlanInput {
+            path: "<test>".to_owned(),
+            statements,
+        }],
+        pgshift::script::TransactionMode::Statement,
+    )
+    .await
+    .expect("plans");
+    // Rows arrive between the plan and the run.
+    cluster()
+        .psql(
+            &db,
+            "INSERT INTO t SELECT g FROM generate_series(1, 1000) g",
+        )
+        .expect("rows");
+    let sessions = pgshift::exec::Sessions {
+        main: main.client(),
+        monitor: Some(monitor.client()),
+        user_search_path: main.user_search_path(),
+    };
+    let options = pgshift::exec::ApplyOptions {
+        budgets: TEST_BUDGETS,
+        allow_blocking: Vec::new(),
+        copy_and_swap: None,
+    };
+    let verdict = pgshift::exec::apply(
+        &sessions,
+        &planned.files[0].script,
+        &options,
+        &pgshift::exec::TokioSleeper,
+        &mut pgshift::exec::NoProgress,
+    )
+    .await;
+    let refusal = verdict
+        .runtime_refusal
+        .as_ref()
+        .unwrap_or_else(|| panic!("refused at run time: {verdict:#?}"));
+    assert_eq!(
+        refusal.cause,
+        pgshift::refusal::RefusalCause::TableNoLongerEmpty,
+        "{verdict:#?}"
+    );
+    assert!(refusal.message.contains("\"t\""), "{}", refusal.message);
+    assert_eq!(verdict.committed_units, 0);
+    let kind = cluster()
+        .psql(
+            &db,
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 't'::regclass AND attname = 'c'",
+        )
+        .expect("type");
+    assert_eq!(kind.trim(), "integer", "nothing of the unit ran");
+}
+
+/// The check at the start of a whole unit skips the names only the unit's own
+/// statements give: graphile-worker's `000011.sql` renames an empty table and works
+/// on it under its new name, and the check's `LOCK TABLE` of that name failed (42P01)
+/// before any of the file ran.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_whole_unit_on_a_table_it_renames_checks_the_table_under_its_name_now() {
+    migrate_like_native(
+        "renamed_in_unit",
+        "CREATE TABLE jobs (id int, payload text);",
+        &["LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE;\nALTER TABLE jobs RENAME TO jobs_old;\nCREATE TABLE jobs (id bigint PRIMARY KEY, payload jsonb);\nALTER TABLE jobs_old ALTER COLUMN id TYPE bigint;\nDROP TABLE jobs_old;"],
+        false,
+    )
+    .await;
+}

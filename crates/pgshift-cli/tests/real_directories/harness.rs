@@ -489,7 +489,11 @@ pub(crate) fn run_pgshift(
             out.log.push(format!("  {name} natively on B: {err}"));
             return out;
         }
-        let version = stop["version"].to_string();
+        // The version's text (`format_version` 1 writes it as a string).
+        let version = match &stop["version"] {
+            serde_json::Value::String(text) => text.clone(),
+            other => other.to_string(),
+        };
         let (code, json) = pgshift_json(db, &["migrate", "--baseline", &version, &dir_text]);
         assert_eq!(code, 0, "{}: baseline {version}: {json:#}", entry.name);
     }

@@ -375,6 +375,11 @@ fn runtime_refusal(result: &UnitResult) -> Option<Refusal> {
             RefusalCause::ProceduralBlocking,
             report.failure.clone().unwrap_or_default(),
         )),
+        // INV: TX-2 — a unit whose planned-empty table holds rows when it starts runs nothing.
+        Some("no-longer-empty") => Some(Refusal::new(
+            RefusalCause::TableNoLongerEmpty,
+            report.failure.clone().unwrap_or_default(),
+        )),
         _ => None,
     }
 }

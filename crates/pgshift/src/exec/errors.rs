@@ -17,6 +17,9 @@ pub enum Failure {
     /// A guarded block (PC-5) would have changed the database when run read-only on
     /// live; nothing of it was done. The words say what it would have executed.
     GuardWouldChange(String),
+    /// A unit planned as written on tables that held no rows found one holding rows
+    /// under its own lock (TX-2); nothing of it ran. The words name the table.
+    NoLongerEmpty(String),
     /// Any other error, with its SQLSTATE when the server sent one.
     Other {
         /// The SQLSTATE.
@@ -66,6 +69,7 @@ impl Failure {
             Failure::StatementTimeout => "statement-timeout",
             Failure::ConnectionLost => "connection-lost",
             Failure::GuardWouldChange(_) => "guard-would-change",
+            Failure::NoLongerEmpty(_) => "no-longer-empty",
             Failure::Other { .. } => "error",
         }
     }
@@ -81,7 +85,7 @@ impl Failure {
                 "statement_timeout expired while working (57014)".to_owned()
             }
             Failure::ConnectionLost => "the connection was lost".to_owned(),
-            Failure::GuardWouldChange(words) => words.clone(),
+            Failure::GuardWouldChange(words) | Failure::NoLongerEmpty(words) => words.clone(),
             Failure::Other { sqlstate, message } => match sqlstate {
                 Some(code) => format!("{message} ({code})"),
                 None => message.clone(),

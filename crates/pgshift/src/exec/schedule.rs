@@ -162,6 +162,8 @@ fn no_blocking_work_called_online(
             .all(|(_, s)| super::whole_file::locks_only_empty(s))
         {
             unit.whole_on_empty = true;
+            unit.empty_at_start =
+                super::whole_file::empty_tables(statements.iter().map(|(_, s)| *s));
             continue;
         }
         let Some(step) = unit
@@ -353,6 +355,11 @@ fn push_whole(script: &Script, members: &[usize], whole_on_empty: bool, schedule
             copy_and_swap: None,
             guard: None,
             whole_on_empty,
+            empty_at_start: if whole_on_empty {
+                super::whole_file::empty_tables(members.iter().map(|&i| &script.statements[i]))
+            } else {
+                Vec::new()
+            },
         },
     });
 }
@@ -437,6 +444,7 @@ fn schedule_statement(
                 copy_and_swap: None,
                 guard: guarded(c),
                 whole_on_empty: false,
+                empty_at_start: Vec::new(),
             },
         }),
         Route::NativeSequence { steps } => {
@@ -450,6 +458,7 @@ fn schedule_statement(
                         copy_and_swap: None,
                         guard: None,
                         whole_on_empty: false,
+                        empty_at_start: Vec::new(),
                     },
                 });
             }
@@ -467,6 +476,7 @@ fn schedule_statement(
                         copy_and_swap: Some(lock.relation.clone()),
                         guard: None,
                         whole_on_empty: false,
+                        empty_at_start: Vec::new(),
                     },
                 });
             } else {
@@ -558,6 +568,7 @@ fn blocking_form(item: &AnalyzedStatement, index: usize) -> Scheduled {
             copy_and_swap: None,
             guard: None,
             whole_on_empty: false,
+            empty_at_start: Vec::new(),
         },
     }
 }

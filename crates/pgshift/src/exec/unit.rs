@@ -46,6 +46,25 @@ pub struct Unit {
     /// one statement ([`super::whole_file`], TX-2).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub whole_on_empty: bool,
+    /// For a [`Self::whole_on_empty`] unit: the pre-existing tables it blocks writes on
+    /// and was planned on because they held no rows. Each is locked (in the strongest
+    /// mode the unit takes on it) at the start of the unit's transaction and must
+    /// still have no heap page, or nothing of the unit runs (TX-2).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub empty_at_start: Vec<EmptyAtStart>,
+}
+
+/// A table a unit runs on as written because it held no rows when planned.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EmptyAtStart {
+    /// The table, as the statements name it (resolved with the user's search_path).
+    pub relation: QualifiedName,
+    /// The mode it is locked in before the check.
+    pub mode: LockMode,
+    /// Locked without its partitions (`LOCK TABLE ONLY`): the statements take another
+    /// mode on them, or none; their sizes are read unlocked.
+    #[serde(default)]
+    pub only: bool,
 }
 
 impl Unit {
@@ -333,6 +352,9 @@ async fn attempt_in_transaction(
                 search_path,
             ))
             .await?;
+        if let Some(populated) = still_empty(client, &unit.empty_at_start, true).await? {
+            return Ok(Err(populated));
+        }
         let strongest = unit.strongest_lock();
         let mut strong_started: Option<Instant> = None;
         let mut step_us = Vec::with_capacity(unit.steps.len());
@@ -352,13 +374,17 @@ async fn attempt_in_transaction(
             client.batch_execute(bookkeeping).await?;
         }
         client.batch_execute("COMMIT").await?;
-        Ok::<_, tokio_postgres::Error>(Timing {
+        Ok::<_, tokio_postgres::Error>(Ok(Timing {
             strong_lock_held_us: strong_started.map(|s| micros(s.elapsed())),
             step_us,
-        })
+        }))
     };
     match run.await {
-        Ok(timing) => Ok(timing),
+        Ok(Ok(timing)) => Ok(timing),
+        Ok(Err(populated)) => {
+            let _ = client.batch_execute("ROLLBACK").await;
+            Err(no_longer_empty(&populated))
+        }
         Err(error) => {
             let failure = Failure::of(&error);
             if failure != Failure::ConnectionLost {
@@ -367,6 +393,59 @@ async fn attempt_in_transaction(
             Err(failure)
         }
     }
+}
+
+/// Locks each table of `tables` in its mode (in a transaction: `lock`) and reads
+/// whether it still has no heap page, over every partition; the first that has one,
+/// when any. Outside a transaction no lock can be held until the statement's own: the
+/// read is then the last one before it.
+// INV: TX-2 — emptiness is read again under the unit's own locks, before any of its
+// statements runs.
+async fn still_empty(
+    client: &Client,
+    tables: &[EmptyAtStart],
+    lock: bool,
+) -> Result<Option<QualifiedName>, tokio_postgres::Error> {
+    for table in tables {
+        // A name the unit's own statements give (a table renamed or created by an
+        // earlier statement of it) names nothing yet: what it will name is checked
+        // under its name now, where the unit locks it first.
+        let exists: bool = client
+            .query_one(
+                "SELECT pg_catalog.to_regclass($1::pg_catalog.text) IS NOT NULL",
+                &[&table.relation.to_string()],
+            )
+            .await?
+            .get(0);
+        if !exists {
+            continue;
+        }
+        if lock {
+            client
+                .batch_execute(&format!(
+                    "LOCK TABLE {}{} IN {} MODE",
+                    if table.only { "ONLY " } else { "" },
+                    table.relation,
+                    table.mode.sql_name()
+                ))
+                .await?;
+        }
+        let bytes: i64 = client
+            .query_one(
+                // The table itself, and its partitions when it has some (a table that is
+                // neither partitioned nor a partition has no tree).
+                "SELECT COALESCE(pg_catalog.sum(pg_catalog.pg_relation_size(r.c)), 0)::pg_catalog.int8 \
+                   FROM (SELECT $1::pg_catalog.text::pg_catalog.regclass AS c \
+                         UNION SELECT t.relid FROM pg_catalog.pg_partition_tree($1::pg_catalog.text::pg_catalog.regclass) t) r",
+                &[&table.relation.to_string()],
+            )
+            .await?
+            .get(0);
+        if bytes > 0 {
+            return Ok(Some(table.relation.clone()));
+        }
+    }
+    Ok(None)
 }
 
 async fn attempt_alone(
@@ -397,13 +476,16 @@ async fn attempt_alone(
                 search_path,
             ))
             .await?;
+        if let Some(populated) = still_empty(client, &unit.empty_at_start, false).await? {
+            return Ok(Err(populated));
+        }
         let mut step_us = Vec::with_capacity(unit.steps.len());
         for step in &unit.steps {
             let started = Instant::now();
             client.batch_execute(&step.sql).await?;
             step_us.push(micros(started.elapsed()));
         }
-        Ok::<_, tokio_postgres::Error>(step_us)
+        Ok::<_, tokio_postgres::Error>(Ok(step_us))
     };
     let mut result = run.await;
     // INV: LK-2 — back to the session's own budgets and catalog-safe search_path.
@@ -417,18 +499,25 @@ async fn attempt_alone(
     if let (Ok(_), Err(error)) = (&result, restored) {
         result = Err(error);
     }
-    if let (Ok(_), Some(bookkeeping)) = (&result, bookkeeping) {
+    if let (Ok(Ok(_)), Some(bookkeeping)) = (&result, bookkeeping) {
         if let Err(error) = client.batch_execute(bookkeeping).await {
             result = Err(error);
         }
     }
     match result {
-        Ok(step_us) => Ok(Timing {
+        Ok(Ok(step_us)) => Ok(Timing {
             strong_lock_held_us: None,
             step_us,
         }),
+        Ok(Err(populated)) => Err(no_longer_empty(&populated)),
         Err(error) => Err(Failure::of(&error)),
     }
+}
+
+fn no_longer_empty(populated: &QualifiedName) -> Failure {
+    Failure::NoLongerEmpty(format!(
+        "planned to run as written because {populated} held no rows, but it holds rows now; nothing of the unit ran. Plan again: on a table with rows it runs by its online route"
+    ))
 }
 
 fn micros(duration: Duration) -> u64 {

@@ -17,12 +17,15 @@
 //!   runs as written under the same condition.
 //!
 //! Emptiness is the live server's at planning time (`LiveVolume::empty`: no heap page
-//! in the table or any partition); a table whose size is not known is not empty. The
-//! hold of what runs is bounded by the unit's budgets like any other unit's.
+//! in the table or any partition); a table whose size is not known is not empty. It is
+//! read again when the unit runs: its transaction first locks each such table in the
+//! strongest mode the unit takes on it and checks it still has no heap page, and runs
+//! nothing of the unit otherwise (refused, `table-no-longer-empty`). The hold of what
+//! runs is bounded by the unit's budgets like any other unit's.
 
 use super::schedule::{as_written, is_timeout_setting, sets_replica_role};
 use super::schedule::{Schedule, Scheduled, StatementRefusal};
-use super::unit::Unit;
+use super::unit::{EmptyAtStart, Unit};
 use crate::classify::TransactionUse;
 use crate::refusal::RefusalCause;
 use crate::route::{Route, Step};
@@ -138,8 +141,9 @@ pub fn whole_file(script: &Script, schedule: &Schedule) -> Option<Schedule> {
         "runs whole as one transaction, as written, as its runner runs it: every table it blocks writes on is new or empty here"
             .to_owned(),
     );
+    let empty = empty_tables(members.iter().map(|&i| &script.statements[i]));
     Some(Schedule {
-        items: vec![on_empty(steps, members)],
+        items: vec![on_empty(steps, members, empty)],
         refusals: Vec::<StatementRefusal>::new(),
         notes,
     })
@@ -158,11 +162,57 @@ pub fn as_written_on_empty(item: &AnalyzedStatement, index: usize) -> Option<Sch
     if !needs_more || !runs_as_written(item) || !locks_only_empty(item) {
         return None;
     }
-    Some(on_empty(vec![as_written(item)], vec![index]))
+    Some(on_empty(
+        vec![as_written(item)],
+        vec![index],
+        empty_tables(std::iter::once(item)),
+    ))
+}
+
+/// The pre-existing tables `items` block writes on, which held no rows when planned:
+/// each with the strongest mode the statements take on it, for the check at the start
+/// of the unit ([`EmptyAtStart`]).
+pub fn empty_tables<'a>(items: impl Iterator<Item = &'a AnalyzedStatement>) -> Vec<EmptyAtStart> {
+    let mut out: Vec<EmptyAtStart> = Vec::new();
+    for item in items {
+        for lock in &item.classification.locks {
+            // The table's own mode; its partitions too when the statements take that
+            // mode on them (what `LOCK TABLE` without `ONLY` does), never a lock the
+            // statements would not take.
+            let mode = lock.mode;
+            let only = !lock.recurses || lock.partition_mode.is_some_and(|m| m != mode);
+            if !mode.blocks_writes() || item.new_relations.contains(&lock.relation) {
+                continue;
+            }
+            let planned_empty = item
+                .live
+                .iter()
+                .any(|v| v.relation.matches(&lock.relation) && v.empty());
+            if !planned_empty {
+                continue;
+            }
+            match out.iter_mut().find(|e| e.relation == lock.relation) {
+                Some(known) => {
+                    known.only = match mode.cmp(&known.mode) {
+                        std::cmp::Ordering::Greater => only,
+                        std::cmp::Ordering::Equal => known.only && only,
+                        std::cmp::Ordering::Less => known.only,
+                    };
+                    known.mode = known.mode.max(mode);
+                }
+                None => out.push(EmptyAtStart {
+                    relation: lock.relation.clone(),
+                    mode,
+                    only,
+                }),
+            }
+        }
+    }
+    out
 }
 
 /// One transaction of `steps` run as written, from `statements`, on new or empty tables.
-fn on_empty(steps: Vec<Step>, statements: Vec<usize>) -> Scheduled {
+fn on_empty(steps: Vec<Step>, statements: Vec<usize>, empty: Vec<EmptyAtStart>) -> Scheduled {
     Scheduled::Unit {
         unit: Unit {
             steps,
@@ -172,6 +222,7 @@ fn on_empty(steps: Vec<Step>, statements: Vec<usize>) -> Scheduled {
             copy_and_swap: None,
             guard: None,
             whole_on_empty: true,
+            empty_at_start: empty,
         },
     }
 }

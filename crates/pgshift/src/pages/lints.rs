@@ -15,7 +15,7 @@ pub fn lint_page(code: Code) -> Page {
     match code {
         Code::TableRewrite => page(
             "A rewrite of an existing table under ACCESS EXCLUSIVE.",
-            "PostgreSQL writes a new copy of every row and rebuilds every index while it holds ACCESS EXCLUSIVE: `ALTER COLUMN … TYPE` to a type that is not binary-coercible, `SET TABLESPACE`, `SET LOGGED`/`UNLOGGED`, `VACUUM FULL`, `CLUSTER`, and `ADD COLUMN` of an identity, serial or stored generated column.",
+            "PostgreSQL writes a new copy of every row and rebuilds every index while it holds ACCESS EXCLUSIVE: `ALTER COLUMN … TYPE` to a type that is not binary-coercible, `SET TABLESPACE`, `SET LOGGED`/`UNLOGGED`, `VACUUM FULL`, `CLUSTER`, and `ADD COLUMN` of an identity, serial or stored generated column. With `--trace`, a rewrite the server performed inside procedural code (a `DO` block, a function a `SELECT` or `CALL` runs) gets this code too, on the statement that ran it, for each table no earlier statement of its file created.",
             "ACCESS EXCLUSIVE blocks every read and every write of the table until the rewrite commits, for a time that grows with the table: minutes to hours on a large one.",
             "Expand and contract: add a new column, keep it in step with a trigger, backfill it in batches, then swap the names in one short transaction.",
             "-- 1. the new column (catalog only) and a trigger that keeps it in step with writes\n\

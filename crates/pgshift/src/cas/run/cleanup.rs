@@ -105,6 +105,7 @@ async fn step(
         copy_and_swap: None,
         guard: None,
         whole_on_empty: false,
+        empty_at_start: Vec::new(),
     };
     let mut jitter = Jitter::from_clock();
     let done = run_unit(
