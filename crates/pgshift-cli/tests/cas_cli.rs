@@ -199,3 +199,55 @@ fn a_deferred_cutover_waits_for_the_operator_and_survives_a_kill() {
     assert_no_lost_write(cluster, &db, ROWS, &inserted, updates);
     assert_eq!(debris(cluster, &db), "");
 }
+
+/// A rewrite the data rejects fails (exit 1) saying so, with a next step that is not
+/// `resume` (which could never succeed), and leaves nothing of its run on the table.
+#[test]
+fn a_rewrite_the_data_rejects_says_so_and_leaves_nothing_behind() {
+    let (cluster, db) = database("cas_data_rejects", 5_000);
+    cluster
+        .psql(&db, "UPDATE items SET note = 'not a uuid' WHERE id = 4000")
+        .expect("a row the new type refuses");
+    let url = cluster.connection_string(&db);
+    let run = pgshift(&[
+        "apply",
+        "--url",
+        &url,
+        "--format",
+        "json",
+        "--sql",
+        "ALTER TABLE items ALTER COLUMN note TYPE uuid USING note::uuid",
+    ]);
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("the table's data rejects the change")
+            && run.stdout.contains("not a uuid")
+            && !run.stdout.contains("pgshift resume"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        value(
+            cluster,
+            &db,
+            "SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'pgshift\\_%'"
+        ),
+        "0"
+    );
+    assert_eq!(
+        value(
+            cluster,
+            &db,
+            "SELECT count(*) FROM pg_class WHERE relname LIKE '\\_pgshift%'"
+        ),
+        "0"
+    );
+    assert_eq!(
+        value(
+            cluster,
+            &db,
+            "SELECT string_agg(phase, ',') FROM pgshift.runs"
+        ),
+        "aborted"
+    );
+}

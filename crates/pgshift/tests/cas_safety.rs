@@ -769,3 +769,60 @@ async fn inv_co_11_verification_reads_beside_an_index_build_that_takes_only_shar
         "1"
     );
 }
+
+/// A run the data rejects (a value the new type refuses) cannot succeed by resuming:
+/// it removes its capture triggers, shadow and change log at once (writers stopped
+/// paying for a run that could not finish only at `abort`), keeps its record with why,
+/// and says what can work instead of `resume`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inv_oc_6_a_run_the_data_rejects_removes_itself_and_records_why() {
+    let db = database(
+        "cas_data_rejects",
+        "CREATE TABLE items (id bigint PRIMARY KEY, code text NOT NULL); \
+         INSERT INTO items SELECT g, g::text FROM generate_series(1, 5000) g; \
+         UPDATE items SET code = 'x17' WHERE id = 4000;",
+    );
+    let err = run(
+        &db,
+        "items",
+        "ALTER TABLE items ALTER COLUMN code TYPE int USING code::int",
+        options(Mode::Live),
+        &mut Silent,
+    )
+    .await
+    .expect_err("the data rejects it");
+    match &err {
+        CasError::DataRejected {
+            sqlstate, message, ..
+        } => {
+            assert_eq!(sqlstate, "22P02", "{err}");
+            assert!(message.contains("x17"), "{err}");
+        }
+        other => panic!("not DataRejected: {other:?}"),
+    }
+    assert_eq!(artifacts(&db), "", "nothing of the run is left");
+    assert_eq!(
+        value(
+            &db,
+            "SELECT phase || ':' || (error LIKE '%x17%')::text FROM pgshift.runs"
+        ),
+        "aborted:true"
+    );
+    assert_eq!(
+        value(&db, "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'items'::regclass AND attname = 'code'"),
+        "text"
+    );
+    // The table is free for the next run.
+    cluster()
+        .psql(&db, "UPDATE items SET code = '17' WHERE id = 4000")
+        .expect("fixed");
+    run(
+        &db,
+        "items",
+        "ALTER TABLE items ALTER COLUMN code TYPE int USING code::int",
+        options(Mode::Live),
+        &mut Silent,
+    )
+    .await
+    .expect("the fixed data goes through");
+}

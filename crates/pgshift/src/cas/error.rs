@@ -51,6 +51,18 @@ pub enum CasError {
         /// The SQLSTATE, when the server sent one.
         sqlstate: Option<String>,
     },
+    /// The table's data rejects the change (a value the new type, a `USING`
+    /// expression or a constraint refuses): no resume can succeed, so the run removed
+    /// itself.
+    #[error("{what}: the table's data rejects the change: {message} ({sqlstate}); the run stopped and removed itself (capture triggers, shadow and change log dropped; the table is as it was)")]
+    DataRejected {
+        /// What the run was doing.
+        what: String,
+        /// The server's message.
+        message: String,
+        /// The SQLSTATE (class 22, data exception, or 23, integrity constraint).
+        sqlstate: String,
+    },
     /// The change-log applier stopped (its own error replaces this one when known).
     #[error("the change-log applier stopped")]
     ApplierStopped,
@@ -84,6 +96,25 @@ impl CasError {
 }
 
 impl CasError {
+    /// The error as [`CasError::DataRejected`], when it is a database error of the
+    /// data: SQLSTATE class 22 (a data exception: a value a type or cast refuses) or
+    /// 23 (an integrity constraint: NOT NULL, CHECK, a unique key). The same rows fail
+    /// the same way on every try, so such a run cannot be resumed to success.
+    pub fn as_data_rejection(&self) -> Option<CasError> {
+        match self {
+            CasError::Database {
+                what,
+                message,
+                sqlstate: Some(code),
+            } if code.starts_with("22") || code.starts_with("23") => Some(CasError::DataRejected {
+                what: what.clone(),
+                message: message.clone(),
+                sqlstate: code.clone(),
+            }),
+            _ => None,
+        }
+    }
+
     /// A database error while doing `what`.
     pub fn db(what: impl Into<String>, error: tokio_postgres::Error) -> Self {
         CasError::Database {

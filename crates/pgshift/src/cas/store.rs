@@ -229,6 +229,19 @@ pub async fn set_phase(client: &Client, id: i64, phase: Phase) -> Result<(), Cas
     Ok(())
 }
 
+/// Records that the run was stopped and removed, with why (its artifacts are gone; the
+/// record stays for `status` and the history).
+pub async fn aborted(client: &Client, id: i64, error: &str) -> Result<(), CasError> {
+    client
+        .execute(
+            "UPDATE pgshift.runs SET phase = 'aborted', resume_phase = NULL, error = $2, updated_at = pg_catalog.now() WHERE id = $1",
+            &[&id, &error],
+        )
+        .await
+        .map_err(db("recording the run's removal"))?;
+    Ok(())
+}
+
 /// Records a failure; the run resumes at `resume`.
 pub async fn fail(client: &Client, id: i64, resume: Phase, error: &str) -> Result<(), CasError> {
     client

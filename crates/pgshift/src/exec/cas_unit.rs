@@ -211,6 +211,10 @@ fn next_step(err: &CasError, run: Option<i64>, unit: &Unit) -> Option<String> {
     let table = super::allow_blocking::command_line_name(unit.copy_and_swap.as_ref()?);
     match err {
         CasError::Refused(_) | CasError::Busy { .. } | CasError::Connect(_) => None,
+        // INV: OC-6 — nothing to resume: the run removed itself.
+        CasError::DataRejected { .. } => Some(format!(
+            "nothing to resume or abort: the run removed itself. Change the rows the message names (or the statement's USING expression so that every row converts), then run it again; `SELECT` the rows of {table} whose value the new type refuses to find them"
+        )),
         _ => Some(match run {
             Some(r) => format!(
                 "run {r} is recorded: `pgshift resume --url … {table}` continues it, `pgshift abort --url … {table}` removes it"

@@ -132,6 +132,10 @@ pub(super) async fn drive(
                 // server (a chunk, an index build, a verification) once it is recorded.
                 let _ = terminate_earlier_sessions(client, &plan).await;
             }
+            // INV: OC-6 — a run the data rejects removes itself at once.
+            if let Some(rejected) = err.as_data_rejection() {
+                return Err(remove_rejected(client, &plan, record.id, rejected).await);
+            }
             let resume = match &err {
                 CasError::CutoverRefused(_) | CasError::Divergence(_) => Phase::Verifying,
                 _ => current_phase(client, record.id)
@@ -140,6 +144,31 @@ pub(super) async fn drive(
             };
             let _ = store::fail(client, record.id, resume, &err.to_string()).await;
             Err(err)
+        }
+    }
+}
+
+/// A run the table's data rejects: its sessions ended, its capture triggers, shadow and
+/// change log dropped, its record kept as aborted with why. When the removal itself
+/// fails, the run is recorded as failed (`abort` finishes the removal) and the error
+/// says both.
+async fn remove_rejected(client: &Client, plan: &RunPlan, id: i64, rejected: CasError) -> CasError {
+    let removed = async {
+        terminate_earlier_sessions(client, plan).await?;
+        super::finish::remove_artifacts(client, plan).await
+    }
+    .await;
+    match removed {
+        Ok(()) => {
+            let _ = store::aborted(client, id, &rejected.to_string()).await;
+            rejected
+        }
+        Err(removal) => {
+            let both = format!(
+                "{rejected}; but removing the run failed: {removal}; `pgshift abort` removes it"
+            );
+            let _ = store::fail(client, id, Phase::Copying, &both).await;
+            CasError::Record(both)
         }
     }
 }
