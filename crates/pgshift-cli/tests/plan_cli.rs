@@ -39,7 +39,7 @@ fn plan_shows_routes_with_live_facts() {
         "--url",
         &url,
         "--sql",
-        "CREATE INDEX events_kind_idx2 ON events (kind); ALTER TABLE events ALTER COLUMN content TYPE varchar(100)",
+        "CREATE INDEX events_kind_idx2 ON events (kind); ALTER TABLE events ALTER COLUMN d_tag TYPE varchar(100)",
     ]);
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
     assert!(
@@ -307,4 +307,52 @@ fn demo_runs_and_cleans_up() {
         &chart[..chart.len().min(200)]
     );
     std::fs::remove_dir_all(&out).expect("the demo's output is ours to remove");
+}
+
+/// A type change PostgreSQL refuses (the column is used by a generated column) is
+/// refused by `plan` with the server's reason (it planned it, exit 0); once an earlier
+/// statement of the file, or a subcommand of the same statement (the demo's), drops the
+/// generated column, it is planned.
+#[test]
+fn a_type_change_of_a_column_a_generated_column_uses_is_refused() {
+    let cluster = shared_cluster().expect("a PostgreSQL cluster starts");
+    let db = cluster.fresh_database("plan_generated").expect("database");
+    cluster
+        .psql(
+            &db,
+            "CREATE TABLE t (id bigint PRIMARY KEY, a varchar(10), g text GENERATED ALWAYS AS (a || '!') STORED);",
+        )
+        .expect("schema");
+    let url = cluster.connection_string(&db);
+    let run = pgshift(&[
+        "plan",
+        "--url",
+        &url,
+        "--format",
+        "json",
+        "--sql",
+        "ALTER TABLE t ALTER COLUMN a TYPE varchar(20)",
+    ]);
+    assert_eq!(run.code, 2, "{}\n{}", run.stdout, run.stderr);
+    let text = run.stdout.as_str();
+    assert!(
+        text.contains("column-used-by-generated") && text.contains("generated column \\\"g\\\""),
+        "{text}"
+    );
+    let run = pgshift(&[
+        "plan",
+        "--url",
+        &url,
+        "--sql",
+        "ALTER TABLE t DROP COLUMN g; ALTER TABLE t ALTER COLUMN a TYPE varchar(20)",
+    ]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let run = pgshift(&[
+        "plan",
+        "--url",
+        &url,
+        "--sql",
+        "ALTER TABLE t ALTER COLUMN a TYPE varchar(20), DROP COLUMN g",
+    ]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
 }

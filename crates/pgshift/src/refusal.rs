@@ -85,6 +85,9 @@ refusal_causes! {
     WrongRelationKind = "wrong-relation-kind", Invalid;
     /// The statement names a column that does not exist.
     ColumnMissing = "column-missing", Invalid;
+    /// `ALTER COLUMN … TYPE` of a column a generated column's expression uses, which
+    /// PostgreSQL refuses.
+    ColumnUsedByGenerated = "column-used-by-generated", Invalid;
     /// `DETACH PARTITION CONCURRENTLY` while the table has a default partition, which
     /// PostgreSQL does not allow.
     DetachConcurrentlyWithDefault = "detach-concurrently-with-default", Invalid;

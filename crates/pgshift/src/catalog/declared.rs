@@ -388,6 +388,7 @@ fn column_facts(def: &ColumnDef) -> (ColumnFacts, bool) {
         default: None,
         generated: None,
         identity: None,
+        used_by_generated: Vec::new(),
     };
     let mut primary = false;
     for constraint in def.constraints.iter().filter_map(|n| match &n.node {

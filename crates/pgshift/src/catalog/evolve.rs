@@ -156,8 +156,15 @@ fn rename(snapshot: &mut CatalogSnapshot, stmt: &RenameStmt) {
         | ObjectType::ObjectSequence => rename_relation(snapshot, index, &relation, &stmt.newname),
         ObjectType::ObjectColumn => {
             let facts = &mut snapshot.relations[index];
-            for column in facts.columns.iter_mut().filter(|c| c.name == stmt.subname) {
-                column.name.clone_from(&stmt.newname);
+            for column in &mut facts.columns {
+                if column.name == stmt.subname {
+                    column.name.clone_from(&stmt.newname);
+                }
+                for user in column.used_by_generated.iter_mut() {
+                    if *user == stmt.subname {
+                        user.clone_from(&stmt.newname);
+                    }
+                }
             }
             if let Some(key) = &mut facts.primary_key {
                 for (column, _) in key.columns.iter_mut().filter(|(c, _)| *c == stmt.subname) {
@@ -364,6 +371,9 @@ fn alter_table_cmd(
     match subtype {
         AlterTableType::AtDropColumn => {
             facts.columns.retain(|c| c.name != cmd.name);
+            for column in &mut facts.columns {
+                column.used_by_generated.retain(|g| *g != cmd.name);
+            }
         }
         // The column is still there; its type is the new one, which only the
         // server's `format_type` could spell as the facts do: later statements judge

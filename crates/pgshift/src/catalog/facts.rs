@@ -137,6 +137,10 @@ pub struct ColumnFacts {
     pub generated: Option<char>,
     /// `a` (ALWAYS) or `d` (BY DEFAULT) for an identity column.
     pub identity: Option<char>,
+    /// The generated columns of the table whose expression uses this column
+    /// (`pg_depend`): PostgreSQL refuses to change its type.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub used_by_generated: Vec<String>,
 }
 
 /// One partition of a partitioned table.

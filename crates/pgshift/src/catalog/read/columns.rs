@@ -4,7 +4,8 @@
 //! `int4`, `timestamptz`), schema-qualified outside `pg_catalog` (`public.mood`), and
 //! `elem[]` for an array type (`int4[]`, as a parsed `int[]` is named); `typmod` is the
 //! raw `atttypmod`. A generated column's expression lives in `pg_attrdef` too, but it
-//! is not a default: `default` stays `None` for it.
+//! is not a default: `default` stays `None` for it; the columns it uses list it in
+//! `used_by_generated` (read from `pg_depend`).
 
 use tokio_postgres::Client;
 
@@ -23,7 +24,21 @@ const SQL: &str = concat!(
        e.typname AS element_name, en.nspname AS element_schema,
        CASE WHEN d.adbin IS NULL THEN NULL WHEN d.adrelid IN (SELECT k.relation FROM locked k) THEN ",
     not_read!(),
-    " ELSE pg_catalog.pg_get_expr(d.adbin, d.adrelid) END AS default_expr
+    " ELSE pg_catalog.pg_get_expr(d.adbin, d.adrelid) END AS default_expr,
+       ARRAY(SELECT g.attname::pg_catalog.text
+               FROM pg_catalog.pg_depend dep
+               JOIN pg_catalog.pg_attrdef gd
+                 ON dep.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_attrdef'::pg_catalog.regclass
+                AND dep.objid OPERATOR(pg_catalog.=) gd.oid
+               JOIN pg_catalog.pg_attribute g
+                 ON g.attrelid OPERATOR(pg_catalog.=) gd.adrelid AND g.attnum OPERATOR(pg_catalog.=) gd.adnum
+              WHERE dep.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+                AND dep.refobjid OPERATOR(pg_catalog.=) a.attrelid
+                AND dep.refobjsubid OPERATOR(pg_catalog.=) a.attnum
+                AND g.attgenerated OPERATOR(pg_catalog.<>) ''
+                AND g.attnum OPERATOR(pg_catalog.<>) a.attnum
+                AND NOT g.attisdropped
+              ORDER BY g.attnum) AS used_by_generated
   FROM pg_catalog.pg_attribute a
   LEFT JOIN pg_catalog.pg_type t ON t.oid OPERATOR(pg_catalog.=) a.atttypid
   LEFT JOIN pg_catalog.pg_namespace tn ON tn.oid OPERATOR(pg_catalog.=) t.typnamespace
@@ -77,6 +92,7 @@ pub(super) async fn read(client: &Client, oids: &[u32]) -> Result<Vec<Column>, C
                 default: if generated.is_some() { None } else { default },
                 generated,
                 identity: fields.char("attidentity")?,
+                used_by_generated: fields.get("used_by_generated")?,
             },
         });
     }

@@ -167,6 +167,40 @@ pub(super) fn alter_column_type(
                 ),
             };
         }
+        Some(Some(existing))
+            if existing
+                .used_by_generated
+                .iter()
+                .any(|g| !target.dropped.contains(g)) =>
+        {
+            b.operation(
+                OperationKind::AlterColumnType,
+                Some(&target.table),
+                Some(column),
+                WorkClass::CatalogOnly,
+            )
+            .detail = detail;
+            let users: Vec<String> = existing
+                .used_by_generated
+                .iter()
+                .filter(|g| !target.dropped.contains(g))
+                .map(|g| quote_ident(g))
+                .collect();
+            return Piece {
+                cmd: cmd.clone(),
+                mode: LockMode::AccessExclusive,
+                plan: Plan::Refused(
+                    RefusalCause::ColumnUsedByGenerated,
+                    format!(
+                        "column {} of {} is used by the generated column{} {}: PostgreSQL refuses to change its type (cannot alter type of a column used by a generated column)",
+                        quote_ident(column),
+                        target.table,
+                        if users.len() == 1 { "" } else { "s" },
+                        users.join(", ")
+                    ),
+                ),
+            };
+        }
         Some(Some(existing)) if !has_using && !has_collate => {
             let coercible = typmod_for(&new_base, &modifiers).is_some_and(|new_typmod| {
                 is_binary_coercible(&existing.type_name, existing.typmod, &new_base, new_typmod)

@@ -63,6 +63,7 @@ pub(super) fn foreign_key_steps(
             table: partition.name.clone(),
             facts: None,
             context: target.context,
+            dropped: target.dropped.clone(),
         };
         result.extend(not_valid_then_validate(constraint, &partition_target).map_err(refuse)?);
     }

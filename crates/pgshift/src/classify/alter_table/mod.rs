@@ -62,6 +62,9 @@ struct Target<'a> {
     table: QualifiedName,
     facts: Option<&'a RelationFacts>,
     context: &'a Context<'a>,
+    /// The columns the statement's own `DROP COLUMN` subcommands drop: PostgreSQL runs
+    /// the drops before the type changes of the same statement.
+    dropped: Vec<String>,
 }
 
 impl Target<'_> {
@@ -111,11 +114,24 @@ pub(crate) fn classify(stmt: &AlterTableStmt, context: &Context<'_>, b: &mut Bui
     // The altered table is the statement's first lock (copy-and-swap takes its target
     // from it), before any table its subcommands reference; its mode is raised below.
     b.lock(&table, ObjectKind::Table, LockMode::AccessShare, false);
+    let dropped = stmt
+        .cmds
+        .iter()
+        .filter_map(|node| match &node.node {
+            Some(NodeEnum::AlterTableCmd(cmd))
+                if AlterTableType::try_from(cmd.subtype) == Ok(AlterTableType::AtDropColumn) =>
+            {
+                Some(cmd.name.clone())
+            }
+            _ => None,
+        })
+        .collect();
     let target = Target {
         relation,
         facts: context.relation(&table),
         table,
         context,
+        dropped,
     };
     // Each subcommand's heaviest work, from the operations it recorded: a part run as
     // written inside a safer sequence keeps it (INV: LK-6 judges steps by it).
