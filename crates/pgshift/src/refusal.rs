@@ -118,6 +118,13 @@ refusal_causes! {
     /// The source's shape (columns, indexes, constraints, triggers, partitions)
     /// changed while the run was copying.
     SchemaChanged = "schema-changed", Invalid;
+    /// Under the swap's lock, an index of the shadow is not valid and ready (a build
+    /// that failed or was interrupted, or one someone invalidated): swapped in, it
+    /// would neither enforce nor serve.
+    ShadowIndexInvalid = "shadow-index-invalid", Unsafe;
+    /// A name the swap gives the old table or one of its indexes is held by another
+    /// relation (a leftover of another run, or the user's).
+    SwapNameTaken = "swap-name-taken", Invalid;
     /// A materialized view depends on the table; copy-and-swap does not carry it yet.
     DependentMaterializedView = "dependent-materialized-view", Unsupported;
     /// A view depends on a view that depends on the table; copy-and-swap recreates

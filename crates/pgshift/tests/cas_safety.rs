@@ -826,3 +826,60 @@ async fn inv_oc_6_a_run_the_data_rejects_removes_itself_and_records_why() {
     .await
     .expect("the fixed data goes through");
 }
+
+/// A shadow index that is not valid at the swap is never swapped in: the swap reads
+/// every shadow index under its lock (it swapped one in as it was).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inv_co_14_a_shadow_index_not_valid_under_the_lock_is_never_swapped_in() {
+    let db = database("cas_invalid_index", SCHEMA);
+    let source = oid(&db, "items");
+    let hook_db = db.clone();
+    let mut hook = Hook::new(Phase::Cutover, move || {
+        cluster()
+            .psql(
+                &hook_db,
+                "UPDATE pg_index SET indisvalid = false WHERE indrelid = (SELECT oid FROM pg_class WHERE relname LIKE '\\_pgshift\\_%\\_items' AND relkind = 'r') AND NOT indisprimary",
+            )
+            .expect("invalidating a shadow index");
+    });
+    let err = run(&db, "items", CHANGE, options(Mode::Live), &mut hook)
+        .await
+        .expect_err("the swap is refused");
+    assert_eq!(cause(&err), Some(RefusalCause::ShadowIndexInvalid), "{err}");
+    assert!(err.to_string().contains("items_qty_idx"), "{err}");
+    assert_eq!(oid(&db, "items"), source, "the source stays");
+}
+
+/// A name the swap gives the old table that another relation holds is a typed refusal
+/// that names it, the swap rolled back; once the name is free, `resume` swaps (it was
+/// an untyped failure, 42P07).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_taken_temporary_name_is_a_refusal_and_resume_swaps_once_it_is_free() {
+    let db = database("cas_name_taken", SCHEMA);
+    let source = oid(&db, "items");
+    let hook_db = db.clone();
+    let mut hook = Hook::new(Phase::Cutover, move || {
+        let run = run_id(&hook_db);
+        cluster()
+            .psql(
+                &hook_db,
+                &format!("CREATE TABLE _pgshift_old_{run}_items (x int)"),
+            )
+            .expect("taking the name");
+    });
+    let err = run(&db, "items", CHANGE, options(Mode::Live), &mut hook)
+        .await
+        .expect_err("the swap is refused");
+    assert_eq!(cause(&err), Some(RefusalCause::SwapNameTaken), "{err}");
+    assert!(err.to_string().contains("already exists"), "{err}");
+    assert_eq!(oid(&db, "items"), source, "the source stays");
+    let run = run_id(&db);
+    cluster()
+        .psql(&db, &format!("DROP TABLE _pgshift_old_{run}_items"))
+        .expect("the name freed");
+    resume(&db, "items").await.expect("resume swaps");
+    assert_eq!(
+        value(&db, "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'items'::regclass AND attname = 'qty'"),
+        "bigint"
+    );
+}

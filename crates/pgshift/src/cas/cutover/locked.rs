@@ -37,6 +37,16 @@ const SOURCE_INDEXES_SQL: &str =
    JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) ic.relnamespace \
   WHERE i.indrelid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[]) ORDER BY i.indexrelid";
 
+/// The indexes of the shadow tree (`$1`: the shadow table, quoted) that are not valid,
+/// ready and live.
+const SHADOW_INVALID_INDEXES_SQL: &str =
+    "SELECT n.nspname::pg_catalog.text, ic.relname::pg_catalog.text FROM pg_catalog.pg_index i \
+   JOIN pg_catalog.pg_class ic ON ic.oid OPERATOR(pg_catalog.=) i.indexrelid \
+   JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) ic.relnamespace \
+  WHERE i.indrelid OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT $1::pg_catalog.text::pg_catalog.regclass \
+          UNION SELECT t.relid FROM pg_catalog.pg_partition_tree($1::pg_catalog.text::pg_catalog.regclass) t)) \
+    AND NOT (i.indisvalid AND i.indisready AND i.indislive) ORDER BY i.indexrelid";
+
 /// Whether the statistics object `$1.$2` is one of the source tree's (`$3`); no row
 /// when the name is free.
 const STATISTICS_HOLDER_SQL: &str = "SELECT s.stxrelid OPERATOR(pg_catalog.=) ANY ($3::pg_catalog.oid[]) FROM pg_catalog.pg_statistic_ext s \
@@ -78,6 +88,7 @@ pub(super) struct SwapQueries {
     statistics_holder: Statement,
     sequence_holder: Statement,
     children: Statement,
+    shadow_invalid_indexes: Statement,
     /// The catalog read back before `COMMIT` ([`super::read_back`]).
     pub read_back: Statement,
     /// The drain of the change log.
@@ -110,6 +121,8 @@ pub(super) struct LockedReads {
     pub names: NameReads,
     /// The change log's first entries.
     pub drained: Drained,
+    /// Indexes of the shadow tree that are not valid, ready and live.
+    pub invalid_shadow_indexes: Vec<QualifiedName>,
 }
 
 fn failed(what: &'static str) -> impl Fn(tokio_postgres::Error) -> CasError {
@@ -131,6 +144,7 @@ impl SwapQueries {
                 client.prepare(STATISTICS_HOLDER_SQL),
                 client.prepare(SEQUENCE_HOLDER_SQL),
                 client.prepare(CHILDREN_SQL),
+                client.prepare(SHADOW_INVALID_INDEXES_SQL),
                 client.prepare(super::read_back::READ_BACK_SQL),
             )
             .map_err(failed("preparing the swap's statements"))
@@ -146,6 +160,7 @@ impl SwapQueries {
             statistics_holder,
             sequence_holder,
             children,
+            shadow_invalid_indexes,
             read_back,
         ) = prepared;
         Ok(SwapQueries {
@@ -157,6 +172,7 @@ impl SwapQueries {
             statistics_holder,
             sequence_holder,
             children,
+            shadow_invalid_indexes,
             read_back,
             drain,
         })
@@ -203,7 +219,8 @@ impl SwapQueries {
     ) -> Result<LockedReads, CasError> {
         let (oids, trigger_names) = capture::check_params(plan);
         let table = plan.source.table.oid;
-        let (backlog, capture_rows, fingerprint, view_rows, names, drained) = tokio::try_join!(
+        let shadow = plan.shadow.to_string();
+        let (backlog, capture_rows, fingerprint, view_rows, names, drained, invalid) = tokio::try_join!(
             async {
                 let row = client.query_one(&self.backlog, &[]).await;
                 row.map(|r| r.get::<_, i64>(0))
@@ -224,6 +241,10 @@ impl SwapQueries {
             },
             self.names(client, plan, &oids),
             self.drain.read(client, 0, drain_limit),
+            async {
+                let rows = client.query(&self.shadow_invalid_indexes, &[&shadow]).await;
+                rows.map_err(failed("checking the shadow's indexes"))
+            },
         )?;
         Ok(LockedReads {
             backlog,
@@ -232,6 +253,12 @@ impl SwapQueries {
             views: views::from_rows(&view_rows),
             names,
             drained,
+            invalid_shadow_indexes: invalid
+                .iter()
+                .map(|row| {
+                    QualifiedName::qualified(row.get::<_, String>(0), row.get::<_, String>(1))
+                })
+                .collect(),
         })
     }
 

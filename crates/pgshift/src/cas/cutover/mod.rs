@@ -31,6 +31,7 @@ use super::statements::Statements;
 use crate::exec::jitter::Jitter;
 use crate::refusal::{Refusal, RefusalCause};
 use locked::{LockedReads, NameReads, SwapQueries};
+use pgshift_sql::quote_ident;
 
 /// What the swap did.
 #[derive(Clone, Debug, Serialize, serde::Deserialize)]
@@ -214,6 +215,24 @@ fn exchange(plan: &RunPlan, names: &NameReads) -> Result<(Vec<String>, Vec<Strin
 const EXCHANGING: &str =
     "exchanging names and carrying sequences, triggers, foreign keys and settings to the new table";
 
+/// The exchange; a name it gives that another relation holds (42P07, 42710) is a
+/// refusal that names it, the transaction rolled back by the caller.
+async fn exchange_all(client: &Client, sql: &[String]) -> Result<(), CasError> {
+    match exec_all(client, EXCHANGING, sql).await {
+        Err(CasError::Database {
+            message,
+            sqlstate: Some(code),
+            ..
+        }) if code == "42P07" || code == "42710" => Err(CasError::CutoverRefused(Refusal::new(
+            RefusalCause::SwapNameTaken,
+            format!(
+                "a name the swap gives is taken: {message} ({code}); the swap was rolled back and the source stays in place"
+            ),
+        ))),
+        other => other,
+    }
+}
+
 /// Everything under the lock, from what was read when it was granted. `Ok(None)`:
 /// the backlog is over the bound.
 async fn swap_under_lock(
@@ -238,6 +257,30 @@ async fn swap_under_lock(
             format!(
                 "writes could have bypassed the run: {}; the source stays in place",
                 problems.join("; ")
+            ),
+        )));
+    }
+    // INV: CO-14 — only a shadow whose every index is valid and ready is swapped in.
+    if !reads.invalid_shadow_indexes.is_empty() {
+        let names: Vec<String> = reads
+            .invalid_shadow_indexes
+            .iter()
+            .map(
+                |index| match plan.indexes.iter().find(|i| i.temp_name == index.name) {
+                    Some(planned) => {
+                        format!("{index} (to become {})", quote_ident(&planned.source_name))
+                    }
+                    None => index.to_string(),
+                },
+            )
+            .collect();
+        return Err(CasError::CutoverRefused(Refusal::new(
+            RefusalCause::ShadowIndexInvalid,
+            format!(
+                "under the swap's lock, the shadow's index{} {} {} not valid and ready; the source stays in place",
+                if names.len() == 1 { "" } else { "es" },
+                names.join(", "),
+                if names.len() == 1 { "is" } else { "are" }
             ),
         )));
     }
@@ -274,7 +317,7 @@ async fn swap_under_lock(
         let (last, (), row) = tokio::try_join!(
             biased;
             queries.drain.apply(client, &reads.drained),
-            exec_all(client, EXCHANGING, &sql),
+            exchange_all(client, &sql),
             read_back(),
         )?;
         (last, Vec::new(), row)
@@ -282,7 +325,7 @@ async fn swap_under_lock(
         let (last, ()) = tokio::try_join!(
             biased;
             queries.drain.apply(client, &reads.drained),
-            exec_all(client, EXCHANGING, &sql),
+            exchange_all(client, &sql),
         )?;
         let view_names = views::recreate(client, &reads.views).await?;
         (last, view_names, read_back().await?)
