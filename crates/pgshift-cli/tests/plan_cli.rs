@@ -63,6 +63,20 @@ fn plan_shows_routes_with_live_facts() {
         "{}",
         run.stdout
     );
+    // The headline is what pgshift runs; the statement as written is said apart.
+    assert!(
+        run.stdout
+            .contains("work:  a copy into a shadow table while reads and writes go on")
+            && !run.stdout.contains("work:  full rewrite under the lock"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("locks: each step's own, below")
+            && run.stdout.contains("as written (not what runs): "),
+        "{}",
+        run.stdout
+    );
 }
 
 #[test]

@@ -83,10 +83,35 @@ fn render_statement(out: &mut String, statement: &PlannedStatement, relations: &
         }
     }
     let _ = writeln!(out, "      route: {}", route_line(&c.route));
-    let _ = writeln!(out, "      work:  {}", work_words(c.work));
-    match &statement.copy_and_swap {
-        Some(cas) => render_cas_locks(out, cas, relations),
-        None => render_locks(out, c, relations),
+    // The headline is what pgshift runs; the statement as written has a line of its own
+    // when that is something else.
+    match (&c.route, &statement.copy_and_swap) {
+        (Route::NativeSequence { steps }, _) => {
+            let work = steps
+                .iter()
+                .map(|s| s.work)
+                .max()
+                .unwrap_or(WorkClass::None);
+            let _ = writeln!(
+                out,
+                "      work:  the heaviest step's: {}",
+                work_words(work)
+            );
+            let _ = writeln!(out, "      locks: each step's own, below");
+            render_as_written(out, c, relations);
+        }
+        (Route::CopyAndSwap, Some(cas)) => {
+            let _ = writeln!(
+                out,
+                "      work:  a copy into a shadow table while reads and writes go on, its indexes built there, then a brief swap"
+            );
+            // Its blocking form (the statement as written) is the last line of these.
+            render_cas_locks(out, cas, relations);
+        }
+        _ => {
+            let _ = writeln!(out, "      work:  {}", work_words(c.work));
+            render_locks(out, c, relations);
+        }
     }
     let tables: Vec<&RelationFacts> = c
         .locks
@@ -112,6 +137,27 @@ fn render_statement(out: &mut String, statement: &PlannedStatement, relations: &
         let _ = writeln!(out, "      why:   {reason}");
     }
     render_route_details(out, c);
+}
+
+/// The statement as written, for comparison with what pgshift runs: its work and its
+/// strongest lock on each relation it names.
+fn render_as_written(out: &mut String, c: &Classification, relations: &[RelationFacts]) {
+    let locks: Vec<String> = c
+        .locks
+        .iter()
+        .filter(|lock| lock.related_to.is_none())
+        .map(|lock| lock_words(lock, relations))
+        .collect();
+    let _ = writeln!(
+        out,
+        "      as written (not what runs): {}{}",
+        work_words(c.work),
+        if locks.is_empty() {
+            String::new()
+        } else {
+            format!("; {}", locks.join("; "))
+        }
+    );
 }
 
 /// `ACCESS EXCLUSIVE on public.t and its 8 partitions: blocks all reads and writes`.
