@@ -310,6 +310,11 @@ fn column(words: &[String], choices: &mut Choices<'_>) -> ColumnFacts {
         identity: *choices
             .pick(&[None, None, Some('a'), Some('d')])
             .unwrap_or(&None),
+        used_by_generated: if choices.below(4) == 0 {
+            vec![word(words, choices)]
+        } else {
+            Vec::new()
+        },
     }
 }
 
