@@ -274,7 +274,7 @@ pub async fn run_schedule(
                             Some(p) => p,
                             None => &mut silent,
                         };
-                        let (report, cas) = run_cas_unit(
+                        let (report, cas) = Box::pin(run_cas_unit(
                             sessions.main,
                             &unit,
                             settings,
@@ -282,7 +282,7 @@ pub async fn run_schedule(
                             label.as_deref(),
                             bookkeeping.as_deref(),
                             cas_progress,
-                        )
+                        ))
                         .await;
                         UnitResult {
                             index,

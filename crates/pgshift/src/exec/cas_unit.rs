@@ -170,8 +170,13 @@ async fn run(
         label,
         standbys: &settings.standbys,
     };
-    let report =
-        cas::start_request(&settings.spec, request, settings.options.clone(), progress).await?;
+    let report = Box::pin(cas::start_request(
+        &settings.spec,
+        request,
+        settings.options.clone(),
+        progress,
+    ))
+    .await?;
     out.run = Some(report.run);
     out.report = Some(report);
     Ok(())

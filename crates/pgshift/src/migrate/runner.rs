@@ -218,9 +218,9 @@ pub async fn migrate(
             verdict.files.push(run);
             continue;
         }
-        let outcome = run_file(
+        let outcome = Box::pin(run_file(
             session, monitor, source, options, sleeper, progress, &mut run,
-        )
+        ))
         .await?;
         match outcome {
             MigrateOutcome::Refused => {
@@ -540,14 +540,14 @@ async fn run_file(
         label: Some(label),
     };
     let sessions = sessions(session, monitor);
-    let verdict = run_schedule(
+    let verdict = Box::pin(run_schedule(
         &sessions,
         planned,
         &options.apply,
         &ledger,
         sleeper,
         progress,
-    )
+    ))
     .await;
     let outcome = match verdict.outcome {
         Outcome::Done => {

@@ -100,7 +100,9 @@ pub(super) async fn drive(
         )),
         Mode::Quiesced => None,
     };
-    let outcome = run_phases(
+    // Boxed: in an unoptimised build each enclosing future holds this one by value,
+    // and the nesting outgrew a 2 MiB thread stack (a test thread, a tokio worker).
+    let outcome = Box::pin(run_phases(
         spec,
         runner,
         &record,
@@ -112,7 +114,7 @@ pub(super) async fn drive(
         standby_urls,
         &mut report,
         progress,
-    )
+    ))
     .await;
     let (backlog_max, outcome) = match applier {
         Some(task) => match (task.stop().await, outcome) {
@@ -252,7 +254,7 @@ pub(super) async fn run_phases(
         let started = Instant::now();
         enter(client, plan, progress, Phase::Verifying).await?;
         // The statistics are sampled beside verification (neither waits for the other).
-        let verified = verify_all(
+        let verified = Box::pin(verify_all(
             spec,
             client,
             plan,
@@ -264,15 +266,11 @@ pub(super) async fn run_phases(
             estimate,
             report,
             progress,
-        );
+        ));
         // Each phase's future is boxed: together inline they make the run's future large
         // enough to overflow a test thread's stack in a debug build.
         stoppable(async {
-            tokio::try_join!(
-                Box::pin(analyze_shadow(spec, plan, &throttle)),
-                Box::pin(verified)
-            )
-            .map(drop)
+            tokio::try_join!(Box::pin(analyze_shadow(spec, plan, &throttle)), verified).map(drop)
         })
         .await?;
         report
@@ -325,9 +323,17 @@ pub(super) async fn run_phases(
     let swap = match applier {
         Some(task) => {
             let _paused = task.gate.lock().await;
-            cutover::swap(client, plan, || catch_up(client, plan, statements)).await
+            Box::pin(cutover::swap(client, plan, || {
+                catch_up(client, plan, statements)
+            }))
+            .await
         }
-        None => cutover::swap(client, plan, || catch_up(client, plan, statements)).await,
+        None => {
+            Box::pin(cutover::swap(client, plan, || {
+                catch_up(client, plan, statements)
+            }))
+            .await
+        }
     };
     session::pin_search_path(client).await?;
     let swap = swap?;
