@@ -250,6 +250,17 @@ impl Cluster {
         &self.dir
     }
 
+    /// A new empty directory `name` under the cluster directory, owned by the server's
+    /// OS user: a `CREATE TABLESPACE … LOCATION` for this cluster. It goes with the
+    /// cluster.
+    pub fn server_directory(&self, name: &str) -> Result<PathBuf> {
+        let path = self.dir.join(name);
+        std::fs::create_dir_all(&path)
+            .map_err(|e| Error::io(format!("create {}", path.display()), e))?;
+        self.run_as.chown(&path)?;
+        Ok(path)
+    }
+
     /// The data directory (`PGDATA`).
     pub fn data_dir(&self) -> &Path {
         &self.data_dir

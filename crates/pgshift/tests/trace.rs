@@ -524,3 +524,61 @@ async fn a_failing_statement_stops_the_trace_and_the_clone_is_removed_on_error()
         .expect_err("the recorders' schema exists");
     assert!(matches!(err, TraceError::Probe(_)), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_target_with_tablespaces_roles_and_extensions_is_traced() {
+    // What lives outside the database: a tablespace holding a table, a role a policy
+    // names, an extension a column's type comes from. A schema dump carries none of
+    // the first two, and the clone restored it only once they were made there (it
+    // was "tablespace … does not exist" before any statement was judged).
+    let suffix = std::process::id();
+    let (space, role) = (
+        format!("trace_space_{suffix}"),
+        format!("trace_reader_{suffix}"),
+    );
+    let location = cluster()
+        .server_directory(&format!("trace-space-{suffix}"))
+        .expect("a directory for the tablespace");
+    let admin = database("trace_globals_admin", "");
+    cluster()
+        .psql(
+            &admin,
+            &format!(
+                "CREATE TABLESPACE {space} LOCATION '{}'; CREATE ROLE {role} NOLOGIN;",
+                location.display()
+            ),
+        )
+        .expect("the cluster's tablespace and role");
+    let db = database(
+        "trace_globals",
+        &format!(
+            "CREATE EXTENSION citext;
+             CREATE TABLE accounts (id int PRIMARY KEY, email citext) TABLESPACE {space};
+             ALTER TABLE accounts ENABLE ROW LEVEL SECURITY;
+             CREATE POLICY readers ON accounts FOR SELECT TO {role} USING (true);"
+        ),
+    );
+    let conninfo = cluster().connection_string(&db);
+    let files = vec![(
+        "0002_more.sql".to_owned(),
+        parse(&format!(
+            "DO $$ BEGIN EXECUTE 'ALTER TABLE accounts ADD COLUMN note citext'; END $$;
+             CREATE TABLE audit (id int) TABLESPACE {space};
+             GRANT SELECT ON accounts TO {role};
+             CREATE POLICY writers ON accounts FOR INSERT TO {role} WITH CHECK (true);"
+        )),
+    )];
+    let run = traced(&files, &TraceTarget::Live { conninfo })
+        .await
+        .expect("the clone restores the schema");
+    let outcomes: Vec<_> = run.files[0].statements.iter().map(|s| &s.outcome).collect();
+    assert_eq!(outcomes, vec![&Outcome::Ran; 4]);
+    assert!(
+        find(&run, 0, 0)
+            .ddl
+            .iter()
+            .any(|d| d.command_tag == "ALTER TABLE"),
+        "{:?}",
+        find(&run, 0, 0).ddl
+    );
+}

@@ -8,6 +8,7 @@ use pgshift_embedded::{Cluster, ClusterOptions, PgInstall};
 use tokio_postgres::{Client, NoTls};
 
 use super::error::{probe, TraceError};
+use super::globals::Globals;
 use super::install::{has_nested_library, nested_library};
 use super::types::NestedAvailability;
 
@@ -57,6 +58,13 @@ impl Clone {
             database,
             nested,
         })
+    }
+
+    /// Creates the target's tablespaces and roles in the clone, or says which of its
+    /// extensions the clone's installation lacks.
+    pub(crate) async fn provide(&self, globals: &Globals) -> Result<(), TraceError> {
+        let session = self.session().await?;
+        globals.provide(&session, &self.cluster).await
     }
 
     /// Loads SQL (a schema dump) into the database with the installation's `psql`,

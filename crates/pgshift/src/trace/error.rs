@@ -13,6 +13,16 @@ pub enum TraceError {
     /// The target's server version could not be read.
     #[error("cannot read the target's server version: {0}")]
     TargetVersion(String),
+    /// The target's tablespaces, roles or extensions could not be read.
+    #[error("cannot read the target's tablespaces, roles and extensions: {0}")]
+    TargetGlobals(String),
+    /// The target has extensions the clone's installation does not ship.
+    #[error(
+        "the target uses extensions that the PostgreSQL installation of the trace does not \
+         ship: {0}; install their packages for that installation (the one PGSHIFT_PG_BIN \
+         names, or the target's major found on this host), then trace again"
+    )]
+    MissingExtensions(String),
     /// No server binaries of the target's major version are installed.
     #[error(
         "the target runs PostgreSQL {major}, and no PostgreSQL {major} server binaries \

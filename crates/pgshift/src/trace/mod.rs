@@ -17,6 +17,9 @@
 //!   block, a function's SQL), from `pg_stat_statements` with `track = all`, preloaded
 //!   in the clone when the installation ships it: unordered, with call counts.
 //!
+//! A live target's tablespaces and roles are made in the clone before its schema is
+//! restored, and an extension the clone's installation lacks is named ([`globals`]).
+//!
 //! [`compare`] sets a statement's static classification against its trace. The clone
 //! is removed when the trace ends, whatever the outcome ([`clone`]).
 
@@ -24,6 +27,7 @@ mod clone;
 mod compare;
 mod error;
 mod functions;
+mod globals;
 mod install;
 mod observe;
 mod probes;
@@ -93,19 +97,20 @@ pub async fn trace(
 ) -> Result<TraceRun, TraceError> {
     let (install, dump, schema) = match target {
         TraceTarget::Live { conninfo } => {
-            let version_num = target_version(conninfo).await?;
+            let (version_num, globals) = read_target(conninfo).await?;
             let install = install::for_major(version_num / 10_000)?;
             let dump = schema::dump(&install, conninfo)?;
             let origin = SchemaOrigin::Dump {
                 target_version_num: version_num,
                 pg_dump: install.bin("pg_dump").display().to_string(),
             };
-            (install, Some(dump), origin)
+            (install, Some((globals, dump)), origin)
         }
         TraceTarget::Replay => (install::default_install()?, None, SchemaOrigin::Replay),
     };
     let clone = clone::Clone::start(&install)?;
-    if let Some(dump) = &dump {
+    if let Some((globals, dump)) = &dump {
+        clone.provide(globals).await?;
         clone.restore(dump)?;
     }
     let setup = clone.session().await?;
@@ -198,8 +203,8 @@ fn placement(statement: &Statement) -> Option<Placement> {
     }
 }
 
-/// The target's `server_version_num`.
-async fn target_version(conninfo: &str) -> Result<u32, TraceError> {
+/// The target's `server_version_num` and the cluster-wide objects its schema names.
+async fn read_target(conninfo: &str) -> Result<(u32, globals::Globals), TraceError> {
     let spec = ConnectionSpec::parse(conninfo)?;
     let session = connect(&spec, &SessionBudgets::READ_ONLY_PLAN).await?;
     let version = session.server_version_num();
@@ -208,5 +213,6 @@ async fn target_version(conninfo: &str) -> Result<u32, TraceError> {
             "server_version_num {version}: pgshift traces PostgreSQL 14 or newer"
         )));
     }
-    Ok(version)
+    let globals = globals::Globals::read(session.client()).await?;
+    Ok((version, globals))
 }

@@ -15,7 +15,9 @@ const LOCK_WAIT_TIMEOUT_MS: u32 = 10_000;
 const CONNECT_TIMEOUT_S: &str = "10";
 
 /// The schema of the database `conninfo` names, as SQL, without owners and grants
-/// (the clone has neither the target's roles nor a need for them).
+/// (the clone has no need for them), subscriptions (a clone must not connect to a
+/// publisher) and security labels (the clone has no label provider). Tablespaces and
+/// the roles that policies name are there when it restores ([`super::globals`]).
 pub(crate) fn dump(install: &PgInstall, conninfo: &str) -> Result<String, TraceError> {
     let mut command = Command::new(install.bin("pg_dump"));
     if let Some(lib) = install.lib_dir() {
@@ -28,6 +30,8 @@ pub(crate) fn dump(install: &PgInstall, conninfo: &str) -> Result<String, TraceE
         .arg("--schema-only")
         .arg("--no-owner")
         .arg("--no-privileges")
+        .arg("--no-subscriptions")
+        .arg("--no-security-labels")
         .arg(format!("--lock-wait-timeout={LOCK_WAIT_TIMEOUT_MS}"))
         .arg("--dbname")
         .arg(conninfo)
