@@ -78,6 +78,7 @@ fn spec(db: &str) -> ConnectionSpec {
 
 fn run_options() -> RunOptions {
     RunOptions {
+        disk_room: None,
         mode: Mode::Live,
         workers: 2,
         chunk_target_ms: 100,

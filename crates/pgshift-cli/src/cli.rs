@@ -382,12 +382,19 @@ pub struct CasArgs {
     /// How verification compares the shadow with the source.
     #[arg(long, value_enum, default_value_t = VerifyArg::Digest)]
     pub verify: VerifyArg,
+    /// The room the run has on the database's volumes (`40GB`): required where free
+    /// disk cannot be measured (a remote server, a role that may not read
+    /// data_directory); the run is refused if it needs more, and stops and removes
+    /// itself before it writes more.
+    #[arg(long, value_name = "SIZE", value_parser = crate::throttle_arg::bytes)]
+    pub disk_room: Option<u64>,
 }
 
 impl CasArgs {
     /// The run options these flags state.
     pub fn options(&self) -> pgshift::cas::RunOptions {
         pgshift::cas::RunOptions {
+            disk_room: self.disk_room,
             mode: match self.mode {
                 ModeArg::Live => pgshift::cas::Mode::Live,
                 ModeArg::Quiesced => pgshift::cas::Mode::Quiesced,

@@ -1,5 +1,5 @@
-//! The throttle's limits on the command line: a duration (`500ms`, `10s`, `2m`), a
-//! rate of bytes per second (`64MB`, `512kB/s`; units of 1024 as PostgreSQL writes
+//! The throttle's limits (and `--disk-room`) on the command line: a duration (`500ms`,
+//! `10s`, `2m`), a size (`40GB`), a rate of bytes per second (`64MB`, `512kB/s`; units of 1024 as PostgreSQL writes
 //! them), a ratio over a baseline (`3`, `1.5x`), or `off`.
 
 /// A limit; `None` is `off`.
@@ -46,20 +46,30 @@ pub fn bytes_per_s(text: &str) -> Result<Limit, String> {
     }
     let (number, unit) = split(text)?;
     let unit = unit.strip_suffix("/s").unwrap_or(&unit);
+    scaled(text, number, unit, "(per second), or `off`").map(|b| Limit(Some(b)))
+}
+
+/// A size in bytes (`40GB`, `512MB`, `1TB`; units of 1024), for `--disk-room`.
+pub fn bytes(text: &str) -> Result<u64, String> {
+    let (number, unit) = split(text)?;
+    scaled(text, number, &unit, "")
+}
+
+fn scaled(text: &str, number: u64, unit: &str, or: &str) -> Result<u64, String> {
     let factor: u64 = match unit {
         "B" | "" => 1,
         "kB" => 1 << 10,
         "MB" => 1 << 20,
         "GB" => 1 << 30,
+        "TB" => 1 << 40,
         _ => {
             return Err(format!(
-                "unknown unit {unit:?}: use B, kB, MB or GB (per second), or `off`"
+                "unknown unit {unit:?}: use B, kB, MB, GB or TB {or}"
             ))
         }
     };
     number
         .checked_mul(factor)
-        .map(|b| Limit(Some(b)))
         .ok_or_else(|| format!("{text:?} is too large"))
 }
 

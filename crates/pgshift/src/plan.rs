@@ -63,6 +63,9 @@ pub struct PlanOptions {
     /// Trace procedural code on a clone of the target and run it by the trace
     /// ([`crate::procedural`]); `None`: it is refused (`opaque-procedural-code`).
     pub procedural: Option<ProceduralOptions>,
+    /// The room copy-and-swap runs have on the database's volumes (`--disk-room`),
+    /// where free disk cannot be measured.
+    pub disk_room: Option<u64>,
 }
 
 /// The result of planning.
@@ -151,6 +154,7 @@ pub async fn plan_with(
     };
     let server_version_num = Some(snapshot.server.version_num);
     let schedule_options = ScheduleOptions {
+        disk_room: options.disk_room,
         allow_blocking: options.allow_blocking.clone(),
         copy_and_swap: true,
     };

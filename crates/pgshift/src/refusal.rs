@@ -158,6 +158,13 @@ refusal_causes! {
     /// The file system the run would write the shadow (or WAL) to has less free space
     /// than the run's estimated need.
     InsufficientDiskSpace = "insufficient-disk-space", Unsafe;
+    /// Free disk cannot be measured (the server is reached over the network, or the
+    /// role may not read `data_directory`) and the operator gave no `--disk-room`.
+    DiskSpaceNotMeasured = "disk-space-not-measured", Unsafe;
+    /// While the run wrote, a volume it writes to fell below the free space the run
+    /// keeps there, or the run wrote past the room `--disk-room` gave (or the server
+    /// reported a full disk): the run stopped and removed itself.
+    DiskSpaceRunningOut = "disk-space-running-out", Unsafe;
     /// A standby did not replay the WAL written before the cutover within
     /// `--max-replica-lag`, or its replay position cannot be read: the swap's lock
     /// would reach it late, so the swap is not made.

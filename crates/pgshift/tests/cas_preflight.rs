@@ -109,7 +109,11 @@ impl CasProgress for Notes {
     }
 }
 
-async fn run_noting(db: &str, role: &str) -> (Result<cas::RunReport, CasError>, Vec<String>) {
+async fn run_noting(
+    db: &str,
+    role: &str,
+    disk_room: Option<u64>,
+) -> (Result<cas::RunReport, CasError>, Vec<String>) {
     let notes = Notes::default();
     let seen = notes.0.clone();
     let mut progress = notes;
@@ -118,7 +122,10 @@ async fn run_noting(db: &str, role: &str) -> (Result<cas::RunReport, CasError>, 
         &spec_as(db, role),
         &statements[0],
         &orders(),
-        options(Mode::Live),
+        cas::RunOptions {
+            disk_room,
+            ..options(Mode::Live)
+        },
         &mut progress,
     )
     .await;
@@ -221,21 +228,22 @@ async fn inv_co_9_what_the_swap_alters_is_checked_before_anything_is_recorded() 
     }
 
     // The publication owned by another role again, the run's role now a member of it:
-    // the run goes through, the membership moves to the new table, and the disk the
-    // role cannot measure is said to be unchecked, with the reason.
+    // the run goes through with the room the operator gives for the disk the role
+    // cannot measure (said to be unmeasured, with the reason), and the membership
+    // moves to the new table.
     cluster()
         .psql(
             &db,
             "ALTER PUBLICATION orders_pub OWNER TO pf_other; GRANT pf_other TO pf_owner",
         )
         .expect("membership");
-    let (result, notes) = run_noting(&db, "pf_owner").await;
+    let (result, notes) = run_noting(&db, "pf_owner", Some(1 << 30)).await;
     let report = result.expect("the run goes through");
     assert_eq!(report.phase, "done");
     assert!(
         report
             .disk
-            .starts_with("free disk not checked: role pf_owner may not read data_directory"),
+            .starts_with("free disk not measured (role pf_owner may not read data_directory"),
         "{report:?}"
     );
     assert!(notes.contains(&report.disk), "{notes:?}");
@@ -275,13 +283,13 @@ async fn free_disk_is_measured_where_it_can_be_and_a_run_that_would_not_fit_is_r
     // The embedded cluster is on this host, over a Unix socket, and the superuser may
     // read data_directory: measured.
     std::env::set_var("PGSHIFT_DISK_MARGIN_PERCENT", "100000000000");
-    let result = run_noting(&db, cluster().superuser()).await.0;
+    let result = run_noting(&db, cluster().superuser(), None).await.0;
     std::env::remove_var("PGSHIFT_DISK_MARGIN_PERCENT");
     let message = refusal(result, RefusalCause::InsufficientDiskSpace);
     assert!(message.contains("is free"), "{message}");
     untouched(&db);
 
-    let (result, notes) = run_noting(&db, cluster().superuser()).await;
+    let (result, notes) = run_noting(&db, cluster().superuser(), None).await;
     let report = result.expect("it fits");
     assert!(
         report.disk.starts_with("free disk checked: needs about"),

@@ -80,6 +80,15 @@ async fn writers(db: &str) -> (Writer, Writer) {
     (inserts, updates)
 }
 
+/// The run's options for the table's owner, who may not read `data_directory`: the
+/// room on disk is the operator's to give.
+fn owner_options() -> pgshift::cas::RunOptions {
+    pgshift::cas::RunOptions {
+        disk_room: Some(1 << 30),
+        ..options(Mode::Live)
+    }
+}
+
 /// Runs `ALTER` as `role` under writers and checks that every row is there after it:
 /// the 6,000 seeded ones, each acknowledged insert, each acknowledged update.
 async fn carries_every_row(db: &str, role: &str) {
@@ -89,7 +98,7 @@ async fn carries_every_row(db: &str, role: &str) {
         role,
         &QualifiedName::bare("rls"),
         ALTER,
-        options(Mode::Live),
+        owner_options(),
     )
     .await;
     let inserts = inserts.stop().await;
@@ -150,7 +159,7 @@ async fn a_forced_policy_never_loses_the_rows_it_hides() {
         "rls_owner",
         &QualifiedName::bare("rls"),
         ALTER,
-        options(Mode::Live),
+        owner_options(),
     )
     .await;
     let inserts = inserts.stop().await;
@@ -239,7 +248,7 @@ async fn inv_se_3_engine_sessions_raise_where_row_security_would_filter() {
             "rls_owner",
             &QualifiedName::bare("rls"),
             "ALTER TABLE rls ALTER COLUMN v TYPE bigint, FORCE ROW LEVEL SECURITY",
-            options(Mode::Live),
+            owner_options(),
         )
         .await,
     );
@@ -294,13 +303,18 @@ async fn plan_refuses_what_row_security_would_filter() {
         )
         .await
         .expect("a session as the owner");
-        let planned = pgshift::plan::plan(
+        let planned = pgshift::plan::plan_with(
             &session,
             vec![pgshift::plan::PlanInput {
                 path: "rls.sql".to_owned(),
                 statements: pgshift_sql::parse(ALTER).expect("parses"),
             }],
             pgshift::script::TransactionMode::Statement,
+            // The owner may not read data_directory: the room is the operator's.
+            &pgshift::plan::PlanOptions {
+                disk_room: Some(1 << 30),
+                ..pgshift::plan::PlanOptions::default()
+            },
         )
         .await
         .expect("plans");

@@ -385,6 +385,7 @@ async fn inv_lk_9_a_standby_that_cannot_be_read_at_the_cutover_refuses_the_swap(
     let standby = standby_spec(&gone, &db);
     let before = value(&db, "SELECT 't'::regclass::oid");
     let options = RunOptions {
+        disk_room: None,
         defer_cutover: true,
         ..options(Mode::Live)
     };

@@ -62,6 +62,7 @@ async fn planned(db: &str, sql: &str, allow: &[&str]) -> Plan {
         }],
         TransactionMode::Statement,
         &PlanOptions {
+            disk_room: None,
             allow_blocking: Vec::new(),
             procedural: Some(procedural(db, allow)),
         },

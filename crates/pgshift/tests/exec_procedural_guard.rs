@@ -59,6 +59,7 @@ async fn planned(db: &str, sql: &str) -> Plan {
         }],
         TransactionMode::Statement,
         &PlanOptions {
+            disk_room: None,
             allow_blocking: Vec::new(),
             procedural: Some(procedural(db)),
         },

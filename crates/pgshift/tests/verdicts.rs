@@ -116,6 +116,7 @@ fn judged(sql: &str, facts: Option<&CatalogSnapshot>, allowed: &[&str]) -> (Scri
     let planned = schedule(
         &script,
         &ScheduleOptions {
+            disk_room: None,
             allow_blocking: allow(allowed),
             copy_and_swap: true,
         },
@@ -377,6 +378,7 @@ async fn apply_with(db: &str, sql: &str, allowed: &[&str], cas: bool) -> (Plan, 
         inputs(sql),
         TransactionMode::Statement,
         &PlanOptions {
+            disk_room: None,
             allow_blocking: allow(allowed),
             procedural: None,
         },

@@ -255,6 +255,7 @@ impl BenchOptions {
     /// The copy-and-swap options of every run (the default throttle).
     pub fn run_options(&self) -> RunOptions {
         RunOptions {
+            disk_room: None,
             mode: Mode::Live,
             workers: self.workers,
             chunk_target_ms: self.chunk_target_ms,

@@ -719,6 +719,7 @@ async fn pgshift_change(
             &statements[0],
             &QualifiedName::bare("events"),
             RunOptions {
+                disk_room: None,
                 throttle: limits,
                 ..bench.options.run_options()
             },

@@ -108,6 +108,7 @@ async fn run_async(args: &ApplyArgs) -> Result<u8, CliError> {
                 args.url.as_deref(),
                 &args.allow_procedural,
             )),
+            disk_room: args.cas.disk_room,
         },
     )
     .await

@@ -107,6 +107,7 @@ async fn run_async(args: &PlanArgs) -> Result<u8, CliError> {
             args.url.as_deref(),
             &args.allow_procedural,
         )),
+        disk_room: args.cas.disk_room,
     };
     let mut report = plan_report(&session, plan_inputs, mode, &args.cas.options(), &options)
         .await

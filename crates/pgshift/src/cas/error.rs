@@ -115,6 +115,31 @@ impl CasError {
         }
     }
 
+    /// The error as a `disk-space-running-out` refusal, when it is one: the run's disk
+    /// watch found a volume short of its reserve or the run past its room, or the
+    /// server reported a full disk (SQLSTATE 53100) while the run wrote.
+    pub fn as_disk_stop(&self) -> Option<CasError> {
+        match self {
+            CasError::Refused(refusal)
+                if refusal.cause == crate::refusal::RefusalCause::DiskSpaceRunningOut =>
+            {
+                Some(CasError::Refused(refusal.clone()))
+            }
+            CasError::Database {
+                what,
+                message,
+                sqlstate: Some(code),
+            } if code == "53100" => Some(CasError::Refused(crate::refusal::Refusal::new(
+                crate::refusal::RefusalCause::DiskSpaceRunningOut,
+                format!(
+                    "{what}: the server ran out of disk: {message} (53100); the run stopped and removed itself \
+                     (capture triggers, shadow and change log dropped; the table is as it was). Free space, and run the change again"
+                ),
+            ))),
+            _ => None,
+        }
+    }
+
     /// A database error while doing `what`.
     pub fn db(what: impl Into<String>, error: tokio_postgres::Error) -> Self {
         CasError::Database {

@@ -12,6 +12,7 @@ pub mod capture;
 pub mod copier;
 pub mod cutover;
 pub mod digest;
+pub mod disk_watch;
 pub mod error;
 pub mod index_watch;
 pub mod keys;

@@ -162,6 +162,11 @@ impl RunNames {
         self.task_application("throttle")
     }
 
+    /// The `application_name` of the run's disk watch.
+    pub fn disk_application(&self) -> String {
+        self.task_application("disk")
+    }
+
     /// Every task session name of the run.
     pub fn task_applications(&self) -> Vec<String> {
         vec![
@@ -170,6 +175,7 @@ impl RunNames {
             self.apply_application(),
             self.verify_application(),
             self.throttle_application(),
+            self.disk_application(),
         ]
     }
 }

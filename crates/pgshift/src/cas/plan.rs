@@ -200,6 +200,11 @@ pub struct RunOptions {
     /// digest, which proves the same).
     #[serde(default)]
     pub verify: VerifyMethod,
+    /// The room, in bytes, the operator says the run has on the volumes it writes to
+    /// (`--disk-room`): required where free disk cannot be measured, and then the
+    /// ceiling on what the run may write.
+    #[serde(default)]
+    pub disk_room: Option<u64>,
 }
 
 /// Everything a run needs, recorded with it.
@@ -241,6 +246,10 @@ pub struct RunPlan {
     /// checked: <why>`).
     #[serde(default)]
     pub disk: String,
+    /// What the run watches while it writes, so that it stops before a volume fills
+    /// (`None`: a run recorded before the watch existed).
+    #[serde(default)]
+    pub disk_watch: Option<crate::cas::disk_watch::DiskWatch>,
     /// The standbys named with `--standby-url` when the run started (or was
     /// resumed), redacted: host, port and database, never a role or password. A
     /// resume must name each of them again (fail closed).

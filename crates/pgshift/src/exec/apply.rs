@@ -107,6 +107,10 @@ pub async fn apply(
     progress: &mut dyn Progress,
 ) -> ApplyVerdict {
     let schedule_options = ScheduleOptions {
+        disk_room: options
+            .copy_and_swap
+            .as_ref()
+            .and_then(|cas| cas.options.disk_room),
         allow_blocking: options.allow_blocking.clone(),
         copy_and_swap: options.copy_and_swap.is_some(),
     };

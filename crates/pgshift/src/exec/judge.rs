@@ -70,7 +70,9 @@ pub async fn judge(
                 deferred.push(unit.statements.first().copied().unwrap_or(0));
             }
             Scheduled::Unit { unit } => {
-                if let Some(refusal) = check_unit(client, script, unit, &search_path).await? {
+                if let Some(refusal) =
+                    check_unit(client, script, unit, &search_path, options).await?
+                {
                     let statement = unit.statements.first().copied().unwrap_or(0);
                     found.push(StatementRefusal {
                         statement,
@@ -137,6 +139,7 @@ async fn check_unit(
     script: &Script,
     unit: &Unit,
     search_path: &[String],
+    options: &ScheduleOptions,
 ) -> Result<Option<Refusal>, JudgeError> {
     if let Some(table) = &unit.copy_and_swap {
         // A copy-and-swap unit runs one statement of the script, as written.
@@ -147,7 +150,14 @@ async fn check_unit(
         else {
             return Ok(None);
         };
-        return copy_and_swap_preflight(client, &statement.statement, table, search_path).await;
+        return copy_and_swap_preflight(
+            client,
+            &statement.statement,
+            table,
+            search_path,
+            options.disk_room,
+        )
+        .await;
     }
     for step in unit.steps.iter().filter(|step| !step.transactional) {
         let guard = IndexGuard::for_step(client, &step.sql, search_path)
@@ -187,18 +197,20 @@ async fn copy_and_swap_preflight(
     statement: &Statement,
     table: &QualifiedName,
     search_path: &[String],
+    disk_room: Option<u64>,
 ) -> Result<Option<Refusal>, JudgeError> {
     let Some(oid) = resolve(client, table, search_path).await? else {
         // A table created earlier in the same input: nothing to check yet.
         return Ok(None);
     };
     let read_source = !locked_elsewhere(client, oid).await?;
-    let mut checked = cas::preflight_read_only(client, oid, statement, read_source).await;
+    let mut checked =
+        cas::preflight_read_only(client, oid, statement, read_source, disk_room).await;
     if matches!(&checked, Err(CasError::Database { sqlstate: Some(code), .. })
         if code == SqlState::LOCK_NOT_AVAILABLE.code())
     {
         // Locked in the meantime: the run itself meets that lock within its budget.
-        checked = cas::preflight_read_only(client, oid, statement, false).await;
+        checked = cas::preflight_read_only(client, oid, statement, false, disk_room).await;
     }
     match checked {
         Ok(()) => Ok(None),

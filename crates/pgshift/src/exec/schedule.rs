@@ -88,6 +88,9 @@ pub struct ScheduleOptions {
     /// Whether rewrites routed to copy-and-swap run through it (otherwise they are
     /// refused unless accepted as blocking).
     pub copy_and_swap: bool,
+    /// The room copy-and-swap runs may write (`--disk-room`), where free disk cannot
+    /// be measured.
+    pub disk_room: Option<u64>,
 }
 
 /// Schedules a judged file.

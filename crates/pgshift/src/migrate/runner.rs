@@ -381,6 +381,11 @@ fn plan_options(options: &MigrateOptions) -> PlanOptions {
     PlanOptions {
         allow_blocking: Vec::new(),
         procedural: options.procedural.clone(),
+        disk_room: options
+            .apply
+            .copy_and_swap
+            .as_ref()
+            .and_then(|cas| cas.options.disk_room),
     }
 }
 
@@ -389,6 +394,11 @@ fn schedule_of(script: &Script, options: &MigrateOptions) -> Schedule {
     schedule(
         script,
         &ScheduleOptions {
+            disk_room: options
+                .apply
+                .copy_and_swap
+                .as_ref()
+                .and_then(|cas| cas.options.disk_room),
             allow_blocking: options.apply.allow_blocking.clone(),
             copy_and_swap: options.apply.copy_and_swap.is_some(),
         },

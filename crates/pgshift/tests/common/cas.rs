@@ -14,6 +14,7 @@ use super::cluster;
 /// Options for test runs: two workers, small chunks, short cutover budgets.
 pub fn options(mode: Mode) -> RunOptions {
     RunOptions {
+        disk_room: None,
         mode,
         workers: 2,
         chunk_target_ms: 200,
@@ -297,6 +298,20 @@ pub fn server_version(db: &str) -> i32 {
     value(db, "SHOW server_version_num")
         .parse()
         .expect("a version number")
+}
+
+/// Gives `table` (in `public`) to `role` with what a copy-and-swap run of it needs: the
+/// table, `CREATE` on the database and on `public`, and pgshift's own schema.
+pub fn give_table(db: &str, table: &str, role: &str) {
+    cluster()
+        .psql(
+            db,
+            &format!(
+                "ALTER TABLE {table} OWNER TO {role}; GRANT CREATE ON DATABASE \"{db}\" TO {role}; \
+                 GRANT CREATE ON SCHEMA public TO {role}; CREATE SCHEMA pgshift AUTHORIZATION {role};"
+            ),
+        )
+        .expect("the table given to the role");
 }
 
 /// Creates `roles` if they do not exist yet (roles are shared by every database of

@@ -1,9 +1,11 @@
-//! Free disk, where it can be measured: the shadow is a full copy of the table, its
-//! TOAST and its indexes, written while the source stays, and the copy and the index
-//! builds write about as much WAL. Measured only when the server runs on this host
-//! (reached over a Unix socket or loopback), the role may read `data_directory`
-//! (superuser or `pg_read_all_settings`), and this process can `statvfs` the
-//! directories; otherwise the run says why it was not checked.
+//! Free disk before a run: the shadow is a full copy of the table, its TOAST and its
+//! indexes, written while the source stays, and the copy and the index builds write
+//! about as much WAL. Measured only when the server runs on this host (reached over a
+//! Unix socket or loopback), the role may read `data_directory` (superuser or
+//! `pg_read_all_settings`), and this process can `statvfs` the directories; otherwise
+//! the run needs the room the operator gives (`--disk-room`) and is refused without it
+//! (INV: OC-7). Either way the check says what the run watches while it writes
+//! ([`crate::cas::disk_watch`]).
 //!
 //! Need, per file system: `Σ (size of what is copied there) × (1 + margin)`, plus
 //! `min(Σ sizes, max_wal_size)` on the file system of `pg_wal`. Sizes: each relation's
@@ -16,6 +18,7 @@ use std::path::{Path, PathBuf};
 
 use tokio_postgres::Client;
 
+use crate::cas::disk_watch::{free_space, DiskWatch};
 use crate::cas::error::CasError;
 use crate::refusal::{Refusal, RefusalCause};
 
@@ -44,23 +47,21 @@ SELECT t.spcname::pg_catalog.text, pg_catalog.sum(p.bytes)::pg_catalog.int8, pg_
   FROM pieces p JOIN pg_catalog.pg_tablespace t ON t.oid OPERATOR(pg_catalog.=) p.spc
  GROUP BY t.oid, t.spcname ORDER BY 1";
 
-/// What the check found, for the run's report and progress.
+/// What the check found, for the run's report and progress, and what the run watches
+/// while it writes.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum DiskCheck {
-    /// Measured, and it fits: a line saying so.
-    Checked(String),
-    /// Not measured: why.
-    NotChecked(String),
+pub struct DiskCheck {
+    /// The sentence for the report and progress (`free disk checked: …`, or `free disk
+    /// not measured: …` with the room the operator gave).
+    line: String,
+    /// What the run watches while it copies and builds.
+    pub watch: DiskWatch,
 }
 
 impl DiskCheck {
-    /// The sentence for the report and progress (`free disk not checked: …` when it
-    /// could not be measured).
+    /// The sentence for the report and progress.
     pub fn line(&self) -> String {
-        match self {
-            DiskCheck::Checked(line) => format!("free disk checked: {line}"),
-            DiskCheck::NotChecked(why) => format!("free disk not checked: {why}"),
-        }
+        self.line.clone()
     }
 }
 
@@ -69,40 +70,6 @@ fn margin_percent() -> u64 {
         .ok()
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or(MARGIN_PERCENT)
-}
-
-/// Free bytes for an unprivileged user on the file system of `path`, and its device.
-#[cfg(unix)]
-fn free_space(path: &Path) -> Result<(u64, u64), String> {
-    use std::ffi::CString;
-    use std::os::unix::ffi::OsStrExt;
-    use std::os::unix::fs::MetadataExt;
-    let device = std::fs::metadata(path)
-        .map_err(|e| format!("cannot examine {} from this process: {e}", path.display()))?
-        .dev();
-    let c_path = CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| format!("{} is not a usable path", path.display()))?;
-    let mut stat = std::mem::MaybeUninit::<libc::statvfs>::uninit();
-    // SAFETY: `c_path` is NUL-terminated and outlives the call; `stat` is only read
-    // after `statvfs` reported that it filled it in.
-    let rc = unsafe { libc::statvfs(c_path.as_ptr(), stat.as_mut_ptr()) };
-    if rc != 0 {
-        return Err(format!(
-            "cannot statvfs {}: {}",
-            path.display(),
-            std::io::Error::last_os_error()
-        ));
-    }
-    // SAFETY: `statvfs` returned 0, so it initialised `stat`.
-    let stat = unsafe { stat.assume_init() };
-    #[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
-    let free = u64::from(stat.f_bavail as u64).saturating_mul(stat.f_frsize as u64);
-    Ok((free, device))
-}
-
-#[cfg(not(unix))]
-fn free_space(_path: &Path) -> Result<(u64, u64), String> {
-    Err("free space is measured on Unix hosts only".to_owned())
 }
 
 /// The server's address (`inet_server_addr()`, as `host/prefix`) when it is not a
@@ -116,15 +83,50 @@ fn remote_host(address: &str) -> Option<&str> {
 }
 
 fn gib(bytes: u64) -> String {
-    format!("{:.2} GiB", bytes as f64 / (1u64 << 30) as f64)
+    crate::cas::disk_watch::size(bytes)
 }
 
+/// What the run will write: the bytes copied per tablespace and in all, and the WAL.
+struct Need {
+    /// `(bytes, location)` per tablespace, the location empty for `pg_default`.
+    pieces: Vec<(u64, String)>,
+    /// Everything copied (heaps, TOAST, indexes).
+    total: u64,
+    /// WAL written: the copy's, up to `max_wal_size`.
+    wal: u64,
+    /// The margin on copied bytes, in percent.
+    margin: u64,
+}
+
+impl Need {
+    fn with_margin(&self, bytes: u64) -> u64 {
+        bytes.saturating_mul(self.margin.saturating_add(100)) / 100
+    }
+
+    /// Everything, on one volume.
+    fn all(&self) -> u64 {
+        self.with_margin(self.total).saturating_add(self.wal)
+    }
+
+    /// What the run keeps free on a measured volume while it writes: the margin on
+    /// what it copies (at least 16 MiB).
+    fn reserve(&self) -> u64 {
+        (self.total.saturating_mul(self.margin) / 100).max(MIN_RESERVE)
+    }
+}
+
+/// The least a run keeps free on a measured volume while it writes.
+const MIN_RESERVE: u64 = 16 << 20;
+
 /// Measures what can be measured; refuses (`insufficient-disk-space`) when the run's
-/// need does not fit on a file system it writes to.
+/// need does not fit on a file system it writes to, or the room `room` the operator
+/// gave; refuses (`disk-space-not-measured`) when free space cannot be measured and no
+/// room was given.
 pub(super) async fn check(
     client: &Client,
     table_oid: u32,
     target: Option<&str>,
+    room: Option<u64>,
 ) -> Result<DiskCheck, CasError> {
     let db = |what: &'static str| move |e| CasError::db(what, e);
     let row = client
@@ -143,80 +145,168 @@ pub(super) async fn check(
         Option<i64>,
         String,
     ) = (row.get(0), row.get(1), row.get(2), row.get(3));
-    if let Some(host) = address.as_deref().and_then(remote_host) {
-        return Ok(DiskCheck::NotChecked(format!(
-            "the server is reached over the network ({host}), not on this host"
-        )));
-    }
-    let Some(data_directory) = data_directory else {
-        return Ok(DiskCheck::NotChecked(format!(
-            "role {role} may not read data_directory (it needs pg_read_all_settings, or superuser)"
-        )));
-    };
-    let data_directory = PathBuf::from(data_directory);
     let sizes = client
         .query(SIZES, &[&table_oid, &target])
         .await
         .map_err(db("measuring the table"))?;
-    let margin = margin_percent();
+    let pieces: Vec<(u64, String)> = sizes
+        .iter()
+        .map(|row| {
+            let (bytes, location): (i64, String) = (row.get(1), row.get(2));
+            (u64::try_from(bytes).unwrap_or(0), location)
+        })
+        .collect();
+    let total = pieces
+        .iter()
+        .fold(0u64, |sum, (bytes, _)| sum.saturating_add(*bytes));
+    let max_wal = u64::try_from(max_wal_mb.unwrap_or(1024)).unwrap_or(1024) << 20;
+    let need = Need {
+        pieces,
+        total,
+        wal: total.min(max_wal),
+        margin: margin_percent(),
+    };
+    if let Some(host) = address.as_deref().and_then(remote_host) {
+        return unmeasured(
+            format!("the server is reached over the network ({host}), not on this host"),
+            &need,
+            room,
+        );
+    }
+    let Some(data_directory) = data_directory else {
+        return unmeasured(
+            format!(
+                "role {role} may not read data_directory (it needs pg_read_all_settings, or superuser)"
+            ),
+            &need,
+            room,
+        );
+    };
+    match measured(&need, &PathBuf::from(data_directory), room)? {
+        Ok(check) => Ok(check),
+        Err(why) => unmeasured(why, &need, room),
+    }
+}
+
+/// Free space could not be measured (`why`): the run goes on only within the room the
+/// operator gave, and watches what it writes against it.
+fn unmeasured(why: String, need: &Need, room: Option<u64>) -> Result<DiskCheck, CasError> {
+    // INV: OC-7 — a run whose free disk cannot be measured needs the operator's room.
+    let Some(room) = room else {
+        return Err(CasError::Refused(Refusal::new(
+            RefusalCause::DiskSpaceNotMeasured,
+            format!(
+                "free disk cannot be measured: {why}. The run needs about {} (the table, its TOAST and indexes, {} in all, \
+                 plus {} %, and WAL up to max_wal_size, {}); give --disk-room SIZE, the room the database's volumes have for it, \
+                 and the run stops itself before it writes more than that",
+                gib(need.all()),
+                gib(need.total),
+                need.margin,
+                gib(need.wal)
+            ),
+        )));
+    };
+    if need.all() > room {
+        return Err(CasError::Refused(Refusal::new(
+            RefusalCause::InsufficientDiskSpace,
+            format!(
+                "the run needs about {} and --disk-room gives {}: the table, its TOAST and indexes ({} in all) plus {} %, \
+                 and WAL up to max_wal_size ({}); free space (or lower the need: a smaller table, another tablespace)",
+                gib(need.all()),
+                gib(room),
+                gib(need.total),
+                need.margin,
+                gib(need.wal)
+            ),
+        )));
+    }
+    Ok(DiskCheck {
+        line: format!(
+            "free disk not measured ({why}); the run needs about {} of the {} --disk-room gives, and stops itself past {}",
+            gib(need.all()),
+            gib(room),
+            gib(room.saturating_sub(need.wal))
+        ),
+        watch: DiskWatch {
+            volumes: Vec::new(),
+            written_limit: Some(room.saturating_sub(need.wal)),
+        },
+    })
+}
+
+/// Measures the free space of every volume the run writes to; `Ok(Err(why))` when one
+/// cannot be measured from this process.
+fn measured(
+    need: &Need,
+    data_directory: &Path,
+    room: Option<u64>,
+) -> Result<Result<DiskCheck, String>, CasError> {
     // Need and a description per file system (by device).
-    let mut need: BTreeMap<u64, (u64, u64, PathBuf)> = BTreeMap::new();
-    let mut total: u64 = 0;
-    for row in &sizes {
-        let (bytes, location): (i64, String) = (row.get(1), row.get(2));
-        let bytes = u64::try_from(bytes).unwrap_or(0);
-        total = total.saturating_add(bytes);
+    let mut volumes: BTreeMap<u64, (u64, u64, PathBuf)> = BTreeMap::new();
+    for (bytes, location) in &need.pieces {
         // An in-place tablespace's location is relative to the data directory
         // (`pg_tblspc/<oid>`); `join` keeps an absolute one as it is.
         let path = if location.is_empty() {
-            data_directory.clone()
+            data_directory.to_path_buf()
         } else {
             data_directory.join(location)
         };
         let (free, device) = match free_space(&path) {
             Ok(found) => found,
-            Err(why) => return Ok(DiskCheck::NotChecked(why)),
+            Err(why) => return Ok(Err(why)),
         };
-        let entry = need.entry(device).or_insert((0, free, path));
-        entry.0 = entry
-            .0
-            .saturating_add(bytes.saturating_mul(margin.saturating_add(100)) / 100);
+        let entry = volumes.entry(device).or_insert((0, free, path));
+        entry.0 = entry.0.saturating_add(need.with_margin(*bytes));
     }
     let wal_dir = data_directory.join("pg_wal");
     let (wal_free, wal_device) = match free_space(&wal_dir) {
         Ok(found) => found,
-        Err(why) => return Ok(DiskCheck::NotChecked(why)),
+        Err(why) => return Ok(Err(why)),
     };
-    let max_wal = u64::try_from(max_wal_mb.unwrap_or(1024)).unwrap_or(1024) << 20;
-    let wal = total.min(max_wal);
-    let entry = need
+    let entry = volumes
         .entry(wal_device)
         .or_insert((0, wal_free, wal_dir.clone()));
-    entry.0 = entry.0.saturating_add(wal);
+    entry.0 = entry.0.saturating_add(need.wal);
     let mut lines = Vec::new();
-    for (needed, free, path) in need.values() {
-        if needed > free {
+    for (needed, free, path) in volumes.values() {
+        let free = room.map_or(*free, |room| room.min(*free));
+        if *needed > free {
             return Err(CasError::Refused(Refusal::new(
                 RefusalCause::InsufficientDiskSpace,
                 format!(
                     "the run needs about {} on the file system of {} and {} is free: the table, its TOAST and indexes ({} in all) \
-                     plus {margin} %, and WAL up to max_wal_size ({}); free space there (or lower the need: a smaller table, another tablespace)",
+                     plus {} %, and WAL up to max_wal_size ({}); free space there (or lower the need: a smaller table, another tablespace)",
                     gib(*needed),
                     path.display(),
-                    gib(*free),
-                    gib(total),
-                    gib(wal)
+                    gib(free),
+                    gib(need.total),
+                    need.margin,
+                    gib(need.wal)
                 ),
             )));
         }
         lines.push(format!(
             "needs about {} of {} free on {}",
             gib(*needed),
-            gib(*free),
+            gib(free),
             path.display()
         ));
     }
-    Ok(DiskCheck::Checked(lines.join("; ")))
+    let reserve = need.reserve();
+    Ok(Ok(DiskCheck {
+        line: format!(
+            "free disk checked: {}; the run stops itself if less than {} stays free on any of them",
+            lines.join("; "),
+            gib(reserve)
+        ),
+        watch: DiskWatch {
+            volumes: volumes
+                .into_values()
+                .map(|(_, _, path)| (path, reserve))
+                .collect(),
+            written_limit: room.map(|room| room.saturating_sub(need.wal)),
+        },
+    }))
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! privileges, a run already recorded for the table, what the swap cannot carry, row
 //! security that would filter the engine's reads (`row_security`), ownership of every
 //! object the swap alters (`owners`), a key the capture can compare, and free disk
-//! where it can be measured (`disk`).
+//! (`disk`: measured, or within the room the operator gives).
 //!
 //! Nothing here writes: the only statements sent are catalog reads and a type probe
 //! (`SELECT NULL::t = NULL::t`).
@@ -41,9 +41,10 @@ pub async fn preflight(
     client: &Client,
     oid: u32,
     statement: &Statement,
+    disk_room: Option<u64>,
 ) -> Result<Preflight, CasError> {
     before_source(client, oid).await?;
-    from_source(client, oid, statement).await
+    from_source(client, oid, statement, disk_room).await
 }
 
 /// The same checks for `plan` and `apply`'s verdict before anything runs, reading the
@@ -54,10 +55,11 @@ pub async fn preflight_read_only(
     oid: u32,
     statement: &Statement,
     read_source: bool,
+    disk_room: Option<u64>,
 ) -> Result<(), CasError> {
     before_source(client, oid).await?;
     if read_source {
-        from_source(client, oid, statement).await?;
+        from_source(client, oid, statement, disk_room).await?;
     }
     Ok(())
 }
@@ -82,6 +84,7 @@ async fn from_source(
     client: &Client,
     oid: u32,
     statement: &Statement,
+    disk_room: Option<u64>,
 ) -> Result<Preflight, CasError> {
     let facts = source::read(client, oid).await?;
     structure(&facts)?;
@@ -91,7 +94,7 @@ async fn from_source(
     if let Some(key) = &facts.key {
         probe_key_equality(client, key, &facts.table.name).await?;
     }
-    let disk = disk::check(client, oid, target.as_deref()).await?;
+    let disk = disk::check(client, oid, target.as_deref(), disk_room).await?;
     Ok(Preflight { facts, disk })
 }
 

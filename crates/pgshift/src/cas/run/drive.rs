@@ -20,6 +20,7 @@ use super::verify_all::verify_all;
 use super::{CasProgress, RunReport};
 use crate::cas::copier::CopyState;
 use crate::cas::cutover::{self};
+use crate::cas::disk_watch::watched;
 use crate::cas::error::CasError;
 use crate::cas::ledger::Ledger;
 use crate::cas::plan::{Mode, RunPlan};
@@ -138,6 +139,11 @@ pub(super) async fn drive(
             if let Some(rejected) = err.as_data_rejection() {
                 return Err(remove_rejected(client, &plan, record.id, rejected).await);
             }
+            // INV: OC-7 — a run short of disk removes itself at once, giving back
+            // what its shadow holds.
+            if let Some(short) = err.as_disk_stop() {
+                return Err(remove_rejected(client, &plan, record.id, short).await);
+            }
             let resume = match &err {
                 CasError::CutoverRefused(_) | CasError::Divergence(_) => Phase::Verifying,
                 _ => current_phase(client, record.id)
@@ -150,7 +156,7 @@ pub(super) async fn drive(
     }
 }
 
-/// A run the table's data rejects: its sessions ended, its capture triggers, shadow and
+/// A run the table's data rejects, or one short of disk: its sessions ended, its capture triggers, shadow and
 /// change log dropped, its record kept as aborted with why. When the removal itself
 /// fails, the run is recorded as failed (`abort` finishes the removal) and the error
 /// says both.
@@ -211,9 +217,13 @@ pub(super) async fn run_phases(
         let started = Instant::now();
         enter(client, plan, progress, Phase::Copying).await?;
         resume_copy(client, plan, statements, record, state).await?;
-        stoppable(Box::pin(copy(
-            spec, plan, statements, state, applier, &throttle, estimate, progress,
-        )))
+        stoppable(watched(
+            spec,
+            plan,
+            Box::pin(copy(
+                spec, plan, statements, state, applier, &throttle, estimate, progress,
+            )),
+        ))
         .await?;
         report
             .phases_ms
@@ -224,9 +234,14 @@ pub(super) async fn run_phases(
     // (those built are skipped) before it verifies.
     if from <= Phase::Verifying && verifies_beside_builds(plan) {
         enter(client, plan, progress, Phase::Indexing).await?;
-        let took = stoppable(Box::pin(index_and_verify(
-            spec, client, plan, statements, state, applier, &throttle, estimate, report, progress,
-        )))
+        let took = stoppable(watched(
+            spec,
+            plan,
+            Box::pin(index_and_verify(
+                spec, client, plan, statements, state, applier, &throttle, estimate, report,
+                progress,
+            )),
+        ))
         .await?;
         report
             .phases_ms
@@ -238,9 +253,13 @@ pub(super) async fn run_phases(
         if from <= Phase::Indexing {
             let started = Instant::now();
             enter(client, plan, progress, Phase::Indexing).await?;
-            stoppable(Box::pin(build_indexes(
-                spec, client, plan, state, applier, &throttle, None, progress,
-            )))
+            stoppable(watched(
+                spec,
+                plan,
+                Box::pin(build_indexes(
+                    spec, client, plan, state, applier, &throttle, None, progress,
+                )),
+            ))
             .await?;
             report
                 .phases_ms
@@ -269,9 +288,9 @@ pub(super) async fn run_phases(
         ));
         // Each phase's future is boxed: together inline they make the run's future large
         // enough to overflow a test thread's stack in a debug build.
-        stoppable(async {
+        stoppable(watched(spec, plan, async {
             tokio::try_join!(Box::pin(analyze_shadow(spec, plan, &throttle)), verified).map(drop)
-        })
+        }))
         .await?;
         report
             .phases_ms

@@ -201,7 +201,7 @@ async fn start_locked(
 ) -> Result<RunReport, CasError> {
     let statement = request.statement;
     let client = runner.client();
-    let Preflight { facts, disk } = preflight(client, oid, statement).await?;
+    let Preflight { facts, disk } = preflight(client, oid, statement, options.disk_room).await?;
     // Said either way: a check that could not be made is never skipped silently.
     progress.note(&disk.line());
     store::ensure(client).await?;
@@ -226,6 +226,7 @@ async fn start_locked(
         search_path: search_path.to_vec(),
         source: facts,
         disk: disk.line(),
+        disk_watch: Some(disk.watch.clone()),
         standbys: request.standbys.iter().map(StandbyEndpoint::of).collect(),
     };
     let name = &plan.source.table.name;
