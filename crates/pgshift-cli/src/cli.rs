@@ -581,6 +581,12 @@ pub struct ApplyArgs {
     /// when no statement touches the table.
     #[arg(long, value_name = "TABLE", value_parser = crate::table_arg::parse)]
     pub allow_blocking: Vec<QualifiedName>,
+    /// Refuse a blocking form accepted with --allow-blocking on a table larger than
+    /// SIZE (`10GB`, `500MB`; heap bytes over its partitions, read before anything
+    /// runs): it would block writes for as long as the work takes. Online forms are not
+    /// affected.
+    #[arg(long, value_name = "SIZE", value_parser = crate::throttle_arg::bytes)]
+    pub max_table_size: Option<u64>,
     /// Run this procedural statement as written, whatever its trace shows it locks
     /// (repeatable; `FILE` for every procedural statement of a file, `FILE:LINE` for
     /// the one starting on LINE; FILE is the path or its final components). Reported
@@ -639,6 +645,12 @@ pub struct MigrateArgs {
     /// no pending file touches the table.
     #[arg(long, value_name = "TABLE", value_parser = crate::table_arg::parse)]
     pub allow_blocking: Vec<QualifiedName>,
+    /// Refuse a blocking form accepted with --allow-blocking on a table larger than
+    /// SIZE (`10GB`, `500MB`; heap bytes over its partitions, read before anything
+    /// runs): it would block writes for as long as the work takes. Online forms are not
+    /// affected.
+    #[arg(long, value_name = "SIZE", value_parser = crate::throttle_arg::bytes)]
+    pub max_table_size: Option<u64>,
     /// Run this procedural statement as written, whatever its trace shows it locks
     /// (repeatable; `FILE` for every procedural statement of a file, `FILE:LINE` for
     /// the one starting on LINE; FILE is the path or its final components). Reported

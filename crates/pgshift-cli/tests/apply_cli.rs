@@ -113,6 +113,28 @@ fn apply_exit_codes_follow_the_outcome() {
         refused.stdout
     );
     let rewrite = "ALTER TABLE items ALTER COLUMN qty TYPE integer";
+    // The size guard: accepted as blocking, but on a table over the limit.
+    let too_large = pgshift(&[
+        "apply",
+        "--url",
+        &url,
+        "--allow-blocking",
+        "items",
+        "--max-table-size",
+        "1B",
+        "--sql",
+        rewrite,
+    ]);
+    assert_eq!(
+        too_large.code, 2,
+        "{}\n{}",
+        too_large.stdout, too_large.stderr
+    );
+    assert!(
+        too_large.stdout.contains("table-too-large"),
+        "{}",
+        too_large.stdout
+    );
     let blocking = pgshift(&[
         "apply",
         "--url",

@@ -60,6 +60,10 @@ pub struct PlannedFile {
 pub struct PlanOptions {
     /// Tables whose blocking forms the operator accepts (`--allow-blocking`).
     pub allow_blocking: Vec<QualifiedName>,
+    /// The largest table (heap bytes over its partitions) a step may hold a lock that
+    /// blocks writes on while it scans, builds or rewrites it (`--max-table-size`): an
+    /// accepted blocking form on a larger one is refused (`table-too-large`).
+    pub max_table_size: Option<u64>,
     /// Trace procedural code on a clone of the target and run it by the trace
     /// ([`crate::procedural`]); `None`: it is refused (`opaque-procedural-code`).
     pub procedural: Option<ProceduralOptions>,
@@ -154,6 +158,7 @@ pub async fn plan_with(
     };
     let server_version_num = Some(snapshot.server.version_num);
     let schedule_options = ScheduleOptions {
+        max_table_size: options.max_table_size,
         disk_room: options.disk_room,
         allow_blocking: options.allow_blocking.clone(),
         copy_and_swap: true,

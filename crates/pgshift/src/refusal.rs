@@ -143,6 +143,10 @@ refusal_causes! {
     /// blocks writes, and no safer sequence or copy-and-swap exists for it;
     /// `--allow-blocking TABLE` runs it as written, reported as blocking.
     BlockingWork = "blocking-work", Unsupported;
+    /// A step accepted as blocking (`--allow-blocking`) would scan, build or rewrite a
+    /// table larger than `--max-table-size` (or one whose size is not known) under a lock
+    /// that blocks writes.
+    TableTooLarge = "table-too-large", Unsafe;
     /// A unit planned to run as written because the tables it blocks writes on held no
     /// rows found one holding rows when it started, under its own lock; nothing of it
     /// ran.

@@ -312,6 +312,7 @@ async fn plan_refuses_what_row_security_would_filter() {
             pgshift::script::TransactionMode::Statement,
             // The owner may not read data_directory: the room is the operator's.
             &pgshift::plan::PlanOptions {
+                max_table_size: None,
                 disk_room: Some(1 << 30),
                 ..pgshift::plan::PlanOptions::default()
             },

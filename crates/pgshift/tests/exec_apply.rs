@@ -238,3 +238,49 @@ async fn inv_lk_2_budgets_are_back_after_a_unit_outside_a_transaction() {
         )
     );
 }
+
+/// `--max-table-size` refuses a blocking form the operator accepted on a table larger
+/// than the limit, before anything runs; online forms on the same table are not
+/// affected, and within the limit the blocking form runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inv_lk_11_an_accepted_blocking_form_is_refused_on_a_table_over_the_size_limit() {
+    let db = database("max_table_size", SCHEMA);
+    let retype = "ALTER TABLE accounts ALTER COLUMN kind TYPE bigint";
+    let kind = |db: &str| {
+        cluster()
+            .psql(db, "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'accounts'::regclass AND attname = 'kind'")
+            .expect("query")
+            .trim()
+            .to_owned()
+    };
+    let verdict = apply_sql_within(&db, retype, TEST_BUDGETS, &["accounts"], Some(8192)).await;
+    assert_eq!(verdict.outcome, Outcome::Refused, "{verdict:?}");
+    assert_eq!(
+        verdict.refusals[0].refusal.cause,
+        RefusalCause::TableTooLarge
+    );
+    assert!(
+        verdict.refusals[0]
+            .refusal
+            .message
+            .contains("ACCESS EXCLUSIVE on \"accounts\" ("),
+        "{}",
+        verdict.refusals[0].refusal.message
+    );
+    assert!(verdict.units.is_empty(), "nothing ran");
+    assert_eq!(kind(&db), "integer");
+
+    let online = apply_sql_within(
+        &db,
+        "CREATE INDEX CONCURRENTLY accounts_kind_idx ON accounts (kind)",
+        TEST_BUDGETS,
+        &[],
+        Some(8192),
+    )
+    .await;
+    assert_eq!(online.outcome, Outcome::Done, "{online:?}");
+
+    let verdict = apply_sql_within(&db, retype, TEST_BUDGETS, &["accounts"], Some(1 << 30)).await;
+    assert_eq!(verdict.outcome, Outcome::DoneWithBlocking, "{verdict:?}");
+    assert_eq!(kind(&db), "bigint");
+}

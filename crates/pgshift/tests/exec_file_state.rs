@@ -319,6 +319,7 @@ async fn inv_tx_2_emptiness_is_read_again_under_the_units_lock() {
         user_search_path: main.user_search_path(),
     };
     let options = pgshift::exec::ApplyOptions {
+        max_table_size: None,
         budgets: TEST_BUDGETS,
         allow_blocking: Vec::new(),
         copy_and_swap: None,

@@ -62,6 +62,7 @@ async fn planned(db: &str, sql: &str, allow: &[&str]) -> Plan {
         }],
         TransactionMode::Statement,
         &PlanOptions {
+            max_table_size: None,
             disk_room: None,
             allow_blocking: Vec::new(),
             procedural: Some(procedural(db, allow)),
@@ -82,6 +83,7 @@ async fn traced_apply(db: &str, sql: &str, allow: &[&str]) -> (Plan, ApplyVerdic
         user_search_path: session.user_search_path(),
     };
     let options = ApplyOptions {
+        max_table_size: None,
         budgets: TEST_BUDGETS,
         allow_blocking: Vec::new(),
         copy_and_swap: Some(CasSettings {

@@ -116,6 +116,7 @@ fn judged(sql: &str, facts: Option<&CatalogSnapshot>, allowed: &[&str]) -> (Scri
     let planned = schedule(
         &script,
         &ScheduleOptions {
+            max_table_size: None,
             disk_room: None,
             allow_blocking: allow(allowed),
             copy_and_swap: true,
@@ -378,6 +379,7 @@ async fn apply_with(db: &str, sql: &str, allowed: &[&str], cas: bool) -> (Plan, 
         inputs(sql),
         TransactionMode::Statement,
         &PlanOptions {
+            max_table_size: None,
             disk_room: None,
             allow_blocking: allow(allowed),
             procedural: None,
@@ -386,6 +388,7 @@ async fn apply_with(db: &str, sql: &str, allowed: &[&str], cas: bool) -> (Plan, 
     .await
     .expect("plans");
     let options = ApplyOptions {
+        max_table_size: None,
         budgets: TEST_BUDGETS,
         allow_blocking: allow(allowed),
         copy_and_swap: cas.then(|| CasSettings {

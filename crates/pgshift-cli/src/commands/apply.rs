@@ -103,6 +103,7 @@ async fn run_async(args: &ApplyArgs) -> Result<u8, CliError> {
         }],
         TransactionMode::Statement,
         &PlanOptions {
+            max_table_size: None,
             allow_blocking: Vec::new(),
             procedural: Some(super::procedural(
                 args.url.as_deref(),
@@ -121,6 +122,7 @@ async fn run_async(args: &ApplyArgs) -> Result<u8, CliError> {
     };
     check_allow_blocking(&args.allow_blocking, [&file.script])?;
     let options = ApplyOptions {
+        max_table_size: args.max_table_size,
         budgets,
         allow_blocking: args.allow_blocking.clone(),
         copy_and_swap: Some(CasSettings {

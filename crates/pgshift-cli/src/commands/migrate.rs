@@ -49,6 +49,7 @@ async fn run_async(args: &MigrateArgs) -> Result<u8, CliError> {
         .ok();
     let options = MigrateOptions {
         apply: ApplyOptions {
+            max_table_size: args.max_table_size,
             budgets,
             allow_blocking: args.allow_blocking.clone(),
             copy_and_swap: Some(CasSettings {

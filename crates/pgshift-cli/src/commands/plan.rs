@@ -102,6 +102,7 @@ async fn run_async(args: &PlanArgs) -> Result<u8, CliError> {
         .collect();
     super::check_allow_procedural(&args.allow_procedural, &files)?;
     let options = PlanOptions {
+        max_table_size: None,
         allow_blocking: Vec::new(),
         procedural: Some(super::procedural(
             args.url.as_deref(),

@@ -104,6 +104,7 @@ fn read_as_migrate(dir: &Path) {
         let mode = transaction_mode_for(&statements, TransactionMode::Statement);
         let script = analyze(statements, mode, Knowledge::offline());
         let options = ScheduleOptions {
+            max_table_size: None,
             disk_room: None,
             allow_blocking: Vec::new(),
             copy_and_swap: true,

@@ -31,6 +31,7 @@ pub fn script_analyze(data: &[u8]) {
             .collect();
         for copy_and_swap in [false, true] {
             let options = ScheduleOptions {
+                max_table_size: None,
                 disk_room: None,
                 allow_blocking: tables.clone(),
                 copy_and_swap,

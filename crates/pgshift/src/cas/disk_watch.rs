@@ -51,12 +51,14 @@ pub struct DiskWatch {
 const WRITTEN: &str = "SELECT coalesce(pg_catalog.sum(pg_catalog.pg_total_relation_size(r.oid)), 0)::pg_catalog.int8 \
     FROM pg_catalog.unnest($1::pg_catalog.text[]) n, LATERAL (SELECT pg_catalog.to_regclass(n) AS oid) r";
 
-/// `1.5 GiB`, `12.0 MiB`.
+/// `1.50 GiB`, `12.0 MiB`, `8.0 kB`.
 pub fn size(bytes: u64) -> String {
     if bytes >= 1 << 30 {
         format!("{:.2} GiB", bytes as f64 / (1u64 << 30) as f64)
-    } else {
+    } else if bytes >= 1 << 20 {
         format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
+    } else {
+        format!("{:.1} kB", bytes as f64 / 1024.0)
     }
 }
 

@@ -81,6 +81,10 @@ pub struct ApplyOptions {
     pub budgets: StepBudgets,
     /// Tables whose blocking rewrite the operator accepts.
     pub allow_blocking: Vec<QualifiedName>,
+    /// The largest table (heap bytes over its partitions) a step may hold a lock that
+    /// blocks writes on while it scans, builds or rewrites it (`--max-table-size`): an
+    /// accepted blocking form on a larger one is refused (`table-too-large`).
+    pub max_table_size: Option<u64>,
     /// How rewrites routed to copy-and-swap run; `None`: they are refused
     /// (`copy-and-swap-unavailable`) unless accepted as blocking.
     pub copy_and_swap: Option<CasSettings>,
@@ -107,6 +111,7 @@ pub async fn apply(
     progress: &mut dyn Progress,
 ) -> ApplyVerdict {
     let schedule_options = ScheduleOptions {
+        max_table_size: options.max_table_size,
         disk_room: options
             .copy_and_swap
             .as_ref()

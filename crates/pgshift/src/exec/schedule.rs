@@ -85,6 +85,10 @@ pub struct Schedule {
 pub struct ScheduleOptions {
     /// Tables whose blocking rewrite the operator accepts explicitly.
     pub allow_blocking: Vec<QualifiedName>,
+    /// The largest table (heap bytes over its partitions) a step may hold a lock that
+    /// blocks writes on while it scans, builds or rewrites it (`--max-table-size`): an
+    /// accepted blocking form on a larger one is refused (`table-too-large`).
+    pub max_table_size: Option<u64>,
     /// Whether rewrites routed to copy-and-swap run through it (otherwise they are
     /// refused unless accepted as blocking).
     pub copy_and_swap: bool,
@@ -121,9 +125,81 @@ pub(crate) fn build(script: &Script, options: &ScheduleOptions) -> Schedule {
     }
     no_blocking_work_called_online(script, options, &mut schedule);
     if let Some(whole) = super::whole_file::whole_file(script, &schedule) {
-        return whole;
+        schedule = whole;
     }
+    no_blocking_work_on_a_larger_table(script, options, &mut schedule);
     schedule
+}
+
+/// `--max-table-size`: a unit accepted as blocking whose step scans, builds or rewrites
+/// a table larger than the limit, under a lock that blocks writes, is refused. Online
+/// forms (concurrent builds, `NOT VALID` and `VALIDATE`, copy-and-swap, catalog-only
+/// changes under a brief lock) are never accepted as blocking, so the limit leaves them
+/// alone.
+// INV: LK-11 — the size guard, judged on the live sizes before anything runs.
+fn no_blocking_work_on_a_larger_table(
+    script: &Script,
+    options: &ScheduleOptions,
+    schedule: &mut Schedule,
+) {
+    let Some(limit) = options.max_table_size else {
+        return;
+    };
+    let mut refusals = Vec::new();
+    for item in &schedule.items {
+        let Scheduled::Unit { unit } = item else {
+            continue;
+        };
+        if !unit.accepted_blocking {
+            continue;
+        }
+        for step in unit.steps.iter().filter(|s| s.work.grows_under_lock()) {
+            let Some(lock) = step.lock.as_ref().filter(|l| l.mode.blocks_writes()) else {
+                continue;
+            };
+            let found = unit.statements.iter().find_map(|&index| {
+                let statement = script.statements.get(index)?;
+                let volume = statement
+                    .live
+                    .iter()
+                    .find(|v| v.relation == lock.relation)?;
+                Some((index, statement, volume))
+            });
+            // A relation with no live size (new in the input, or no live facts) has no
+            // rows to judge by.
+            let Some((index, statement, volume)) = found else {
+                continue;
+            };
+            let size = volume.heap_bytes.and_then(|b| u64::try_from(b).ok());
+            if size.is_some_and(|size| size <= limit) {
+                continue;
+            }
+            refusals.push(StatementRefusal {
+                statement: index,
+                line: statement.statement.position.line,
+                refusal: Refusal::new(
+                    RefusalCause::TableTooLarge,
+                    format!(
+                        "this holds {} on {} while it {}, and --max-table-size is {}: {}",
+                        lock.mode.sql_name(),
+                        volume.describe(),
+                        if step.work == crate::classify::WorkClass::Rewrite {
+                            "rewrites it"
+                        } else {
+                            "scans or builds on it"
+                        },
+                        crate::cas::disk_watch::size(limit),
+                        if size.is_some() {
+                            "the table is larger; run it when the table is smaller, or raise the limit"
+                        } else {
+                            "its size is not known (another session holds it locked), so it is not run"
+                        }
+                    ),
+                ),
+            });
+        }
+    }
+    schedule.refusals.extend(refusals);
 }
 
 /// Nothing of a file with a refused statement runs: its items go.

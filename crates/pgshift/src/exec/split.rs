@@ -160,6 +160,7 @@ mod tests {
         let mode = transaction_mode_for(&statements, mode);
         let script = analyze(statements, mode, Knowledge::offline());
         let options = ScheduleOptions {
+            max_table_size: None,
             disk_room: None,
             allow_blocking: Vec::new(),
             copy_and_swap: true,
@@ -187,6 +188,7 @@ mod tests {
         let statements = pgshift_sql::parse(sql).expect("valid");
         let script = analyze(statements, TransactionMode::Statement, Knowledge::offline());
         let options = ScheduleOptions {
+            max_table_size: None,
             disk_room: None,
             allow_blocking: Vec::new(),
             copy_and_swap: true,

@@ -379,6 +379,7 @@ fn recorded(row: &HistoryRow, options: &MigrateOptions) -> Schedule {
 /// How the pending files are planned: procedural code traced when asked.
 fn plan_options(options: &MigrateOptions) -> PlanOptions {
     PlanOptions {
+        max_table_size: options.apply.max_table_size,
         allow_blocking: Vec::new(),
         procedural: options.procedural.clone(),
         disk_room: options
@@ -394,6 +395,7 @@ fn schedule_of(script: &Script, options: &MigrateOptions) -> Schedule {
     schedule(
         script,
         &ScheduleOptions {
+            max_table_size: options.apply.max_table_size,
             disk_room: options
                 .apply
                 .copy_and_swap

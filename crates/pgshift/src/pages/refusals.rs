@@ -271,6 +271,14 @@ ALTER TABLE t ALTER COLUMN c SET NOT NULL;\n\
 ALTER TABLE t DROP CONSTRAINT t_c_not_null;",
             "pgshift reads the table's size and row estimate before it runs anything, and refuses the file.",
         ),
+        RefusalCause::TableTooLarge => page(
+            "A step accepted as blocking would scan, build or rewrite a table larger than `--max-table-size` under a lock that blocks writes.",
+            "`--allow-blocking` lets a statement with no online form run as written; `--max-table-size` bounds that to tables up to a size, read from the live catalog (heap bytes over every partition) before anything runs. A table whose size cannot be read (another session holds it locked) is refused too. Online forms (concurrent builds, `NOT VALID` then `VALIDATE`, copy-and-swap, catalog-only changes under a brief lock) are never subject to it.",
+            "The lock is held for as long as the work takes, and that grows with the table: on a larger table every writer (and, for ACCESS EXCLUSIVE, every reader) waits that long.",
+            "Run the statement in a maintenance window with a larger `--max-table-size`, or change it into a form pgshift runs online.",
+            "SELECT pg_size_pretty(pg_relation_size('t'));  -- the size the guard compares",
+            "pgshift compares before anything runs, in `apply` and `migrate` (LK-11).",
+        ),
         RefusalCause::BlockingWork => page(
             "A step would scan, build or rewrite an existing table under a lock that blocks writes, and pgshift has no online way to run it.",
             "The statement's work (a validating scan, an index build or a rewrite) runs under a lock that blocks writes for as long as the work takes, and neither a safer native sequence nor copy-and-swap exists for this form.",

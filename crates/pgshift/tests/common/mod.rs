@@ -86,8 +86,19 @@ pub async fn apply_sql(
     budgets: StepBudgets,
     allow_blocking: &[&str],
 ) -> ApplyVerdict {
+    apply_sql_within(db, sql, budgets, allow_blocking, None).await
+}
+
+/// [`apply_sql`] with `--max-table-size`.
+pub async fn apply_sql_within(
+    db: &str,
+    sql: &str,
+    budgets: StepBudgets,
+    allow_blocking: &[&str],
+    max_table_size: Option<u64>,
+) -> ApplyVerdict {
     let session = session(db).await;
-    apply_on(&session, db, sql, budgets, allow_blocking).await
+    apply_on_within(&session, db, sql, budgets, allow_blocking, max_table_size).await
 }
 
 /// Plans and applies `sql` with pgshift on `session` (a session of `db`).
@@ -97,6 +108,17 @@ pub async fn apply_on(
     sql: &str,
     budgets: StepBudgets,
     allow_blocking: &[&str],
+) -> ApplyVerdict {
+    apply_on_within(session, db, sql, budgets, allow_blocking, None).await
+}
+
+async fn apply_on_within(
+    session: &Session,
+    db: &str,
+    sql: &str,
+    budgets: StepBudgets,
+    allow_blocking: &[&str],
+    max_table_size: Option<u64>,
 ) -> ApplyVerdict {
     let monitor = session_for_monitor(db).await;
     let statements = pgshift_sql::parse(sql).expect("valid SQL");
@@ -116,6 +138,7 @@ pub async fn apply_on(
         user_search_path: session.user_search_path(),
     };
     let options = ApplyOptions {
+        max_table_size,
         budgets,
         allow_blocking: allow_blocking
             .iter()
@@ -328,6 +351,7 @@ pub fn relay_database(prefix: &str) -> String {
 pub fn migrate_options() -> MigrateOptions {
     MigrateOptions {
         apply: ApplyOptions {
+            max_table_size: None,
             budgets: TEST_BUDGETS,
             allow_blocking: Vec::new(),
             copy_and_swap: None,

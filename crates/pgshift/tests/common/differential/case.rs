@@ -182,6 +182,7 @@ pub async fn through_pgshift(db: &str, role: Option<&str>, sql: &str) -> Result<
     run_options.workers = 1;
     run_options.cutover.lock_timeout_ms = 2_000;
     let options = ApplyOptions {
+        max_table_size: None,
         budgets: BUDGETS,
         allow_blocking: Vec::new(),
         copy_and_swap: Some(CasSettings {
