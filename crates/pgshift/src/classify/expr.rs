@@ -144,39 +144,83 @@ pub(crate) fn referenced_columns(node: &Node) -> Vec<String> {
 }
 
 fn collect_columns(node: &Node, found: &mut Vec<String>) {
-    let Some(inner) = &node.node else { return };
-    let mut visit = |child: &Node| collect_columns(child, found);
-    match inner {
-        NodeEnum::ColumnRef(column) => {
+    walk(node, &mut |inner| {
+        if let NodeEnum::ColumnRef(column) = inner {
             if let Some(name) = strings(&column.fields).last() {
                 if !found.contains(name) {
                     found.push(name.clone());
                 }
             }
         }
+    });
+}
+
+/// Calls `visit` on every node of an expression, outermost first, through the
+/// expression forms a default, a check, an index expression or a `USING` is made of.
+pub(crate) fn walk(node: &Node, visit: &mut dyn FnMut(&NodeEnum)) {
+    let Some(inner) = &node.node else { return };
+    visit(inner);
+    let mut children: Vec<&Node> = Vec::new();
+    match inner {
         NodeEnum::AExpr(expr) => {
-            expr.lexpr.iter().for_each(|n| visit(n));
-            expr.rexpr.iter().for_each(|n| visit(n));
+            children.extend(expr.lexpr.as_deref());
+            children.extend(expr.rexpr.as_deref());
         }
-        NodeEnum::BoolExpr(expr) => expr.args.iter().for_each(visit),
-        NodeEnum::FuncCall(call) => call.args.iter().for_each(visit),
-        NodeEnum::TypeCast(cast) => cast.arg.iter().for_each(|n| visit(n)),
-        NodeEnum::NullTest(test) => test.arg.iter().for_each(|n| visit(n)),
-        NodeEnum::CoalesceExpr(expr) => expr.args.iter().for_each(visit),
-        NodeEnum::MinMaxExpr(expr) => expr.args.iter().for_each(visit),
-        NodeEnum::AArrayExpr(expr) => expr.elements.iter().for_each(visit),
-        NodeEnum::List(list) => list.items.iter().for_each(visit),
+        NodeEnum::BoolExpr(expr) => children.extend(&expr.args),
+        NodeEnum::FuncCall(call) => children.extend(&call.args),
+        NodeEnum::TypeCast(cast) => children.extend(cast.arg.as_deref()),
+        NodeEnum::NullTest(test) => children.extend(test.arg.as_deref()),
+        NodeEnum::CoalesceExpr(expr) => children.extend(&expr.args),
+        NodeEnum::MinMaxExpr(expr) => children.extend(&expr.args),
+        NodeEnum::AArrayExpr(expr) => children.extend(&expr.elements),
+        NodeEnum::RowExpr(expr) => children.extend(&expr.args),
+        NodeEnum::List(list) => children.extend(&list.items),
         NodeEnum::CaseExpr(case) => {
-            case.arg.iter().for_each(|n| visit(n));
-            case.args.iter().for_each(&mut visit);
-            case.defresult.iter().for_each(|n| visit(n));
+            children.extend(case.arg.as_deref());
+            children.extend(&case.args);
+            children.extend(case.defresult.as_deref());
         }
         NodeEnum::CaseWhen(when) => {
-            when.expr.iter().for_each(|n| visit(n));
-            when.result.iter().for_each(|n| visit(n));
+            children.extend(when.expr.as_deref());
+            children.extend(when.result.as_deref());
+        }
+        NodeEnum::IndexElem(elem) => children.extend(elem.expr.as_deref()),
+        NodeEnum::Constraint(constraint) => {
+            children.extend(constraint.raw_expr.as_deref());
+            children.extend(constraint.where_clause.as_deref());
+        }
+        NodeEnum::ColumnDef(def) => {
+            children.extend(def.raw_default.as_deref());
+            children.extend(&def.constraints);
         }
         _ => {}
     }
+    for child in children {
+        walk(child, visit);
+    }
+}
+
+/// The expressions a DDL statement stores or evaluates: column defaults, checks,
+/// generated columns, `USING`, index expressions and predicates.
+pub(crate) fn stored_expressions(statement: &NodeEnum) -> Vec<&Node> {
+    let mut roots: Vec<&Node> = Vec::new();
+    match statement {
+        NodeEnum::AlterTableStmt(stmt) => {
+            for cmd in &stmt.cmds {
+                if let Some(NodeEnum::AlterTableCmd(cmd)) = &cmd.node {
+                    roots.extend(cmd.def.as_deref());
+                }
+            }
+        }
+        NodeEnum::CreateStmt(stmt) => roots.extend(&stmt.table_elts),
+        NodeEnum::IndexStmt(stmt) => {
+            roots.extend(&stmt.index_params);
+            roots.extend(stmt.where_clause.as_deref());
+        }
+        NodeEnum::CreateDomainStmt(stmt) => roots.extend(&stmt.constraints),
+        _ => {}
+    }
+    roots
 }
 
 #[cfg(test)]

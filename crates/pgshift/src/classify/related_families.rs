@@ -136,25 +136,110 @@ pub(crate) fn owned_by(options: &[Node], b: &mut Builder) {
 /// `currval`).
 pub(crate) fn sequence_calls(node: &NodeEnum, b: &mut Builder) {
     for (inner, _, _, _) in node.nodes() {
-        let NodeRef::FuncCall(call) = inner else {
-            continue;
-        };
-        let name = strings(&call.funcname);
-        let mode = match name.last().map(String::as_str) {
-            Some("nextval" | "setval") => LockMode::RowExclusive,
-            Some("currval") => LockMode::AccessShare,
-            _ => continue,
-        };
-        let Some(Some(NodeEnum::AConst(constant))) = call.args.first().map(|a| &a.node) else {
-            continue;
-        };
-        let Some(pgshift_sql::ast::a_const::Val::Sval(text)) = &constant.val else {
-            continue;
-        };
-        let parts: Vec<String> = text.sval.split('.').map(str::to_owned).collect();
-        if let Some(sequence) = qualified_from_parts(&parts, 0) {
-            b.lock(&sequence, ObjectKind::Sequence, mode, false);
+        if let NodeRef::FuncCall(call) = inner {
+            sequence_call(call, b);
         }
+    }
+}
+
+/// One call of [`sequence_calls`].
+fn sequence_call(call: &pgshift_sql::ast::FuncCall, b: &mut Builder) {
+    let name = strings(&call.funcname);
+    let mode = match name.last().map(String::as_str) {
+        Some("nextval" | "setval") => LockMode::RowExclusive,
+        Some("currval") => LockMode::AccessShare,
+        _ => return,
+    };
+    let Some(text) = call.args.first().and_then(constant_argument) else {
+        return;
+    };
+    let parts: Vec<String> = text.split('.').map(str::to_owned).collect();
+    if let Some(sequence) = qualified_from_parts(&parts, 0) {
+        b.lock(&sequence, ObjectKind::Sequence, mode, false);
+    }
+}
+
+/// Relations a stored expression names by constant (`nextval('s')`, `currval`, `setval`,
+/// `'t'::regclass`): from PostgreSQL 18 the server locks each in ACCESS SHARE when it
+/// records the expression's dependencies (seen for a column default, `CREATE TABLE` and
+/// `ADD COLUMN`). Called for the statements that store expressions.
+pub(crate) fn stored_references(node: &NodeEnum, context: &Context<'_>, b: &mut Builder) {
+    if !since(context, 180_000) {
+        return;
+    }
+    for (text, kind) in named_by_constant(node) {
+        let parts: Vec<String> = text.split('.').map(str::to_owned).collect();
+        if let Some(relation) = qualified_from_parts(&parts, 0) {
+            b.lock(&relation, kind, LockMode::AccessShare, false);
+        }
+    }
+}
+
+/// A DDL statement's sequence calls with a constant name, in the expressions it
+/// evaluates for every row (a rewrite's volatile default, `USING`): locked as a data
+/// statement locks them ([`sequence_calls`]).
+pub(crate) fn evaluated_sequence_calls(node: &NodeEnum, b: &mut Builder) {
+    for root in super::expr::stored_expressions(node) {
+        super::expr::walk(root, &mut |inner| {
+            if let NodeEnum::FuncCall(call) = inner {
+                sequence_call(call, b);
+            }
+        });
+    }
+}
+
+/// The relations a statement's stored expressions name by a constant: the sequence of
+/// `nextval('s')`, `currval`, `setval`, and the relation of `'t'::regclass`.
+fn named_by_constant(node: &NodeEnum) -> Vec<(String, ObjectKind)> {
+    let mut found = Vec::new();
+    for root in super::expr::stored_expressions(node) {
+        super::expr::walk(root, &mut |inner| match inner {
+            NodeEnum::FuncCall(call) => {
+                let name = strings(&call.funcname);
+                if matches!(
+                    name.last().map(String::as_str),
+                    Some("nextval" | "currval" | "setval")
+                ) {
+                    if let Some(text) = call.args.first().and_then(constant_argument) {
+                        found.push((text, ObjectKind::Sequence));
+                    }
+                }
+            }
+            NodeEnum::TypeCast(cast) => {
+                let to_regclass = cast.type_name.as_ref().is_some_and(|t| {
+                    strings(&t.names).last().map(String::as_str) == Some("regclass")
+                });
+                if let (true, Some(Some(NodeEnum::AConst(constant)))) =
+                    (to_regclass, cast.arg.as_deref().map(|a| &a.node))
+                {
+                    if let Some(text) = constant_text(constant) {
+                        found.push((text, ObjectKind::Table));
+                    }
+                }
+            }
+            _ => {}
+        });
+    }
+    found
+}
+
+/// A function's argument when it is a string constant, cast or not (`'s'`,
+/// `'s'::regclass`).
+fn constant_argument(arg: &pgshift_sql::ast::Node) -> Option<String> {
+    match &arg.node {
+        Some(NodeEnum::AConst(constant)) => constant_text(constant),
+        Some(NodeEnum::TypeCast(cast)) => match cast.arg.as_deref().and_then(|a| a.node.as_ref()) {
+            Some(NodeEnum::AConst(constant)) => constant_text(constant),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn constant_text(constant: &pgshift_sql::ast::AConst) -> Option<String> {
+    match &constant.val {
+        Some(pgshift_sql::ast::a_const::Val::Sval(text)) => Some(text.sval.clone()),
+        _ => None,
     }
 }
 

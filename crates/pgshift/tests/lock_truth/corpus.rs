@@ -151,6 +151,15 @@ const SUBCOMMANDS: &[&str] = &[
     "SET ACCESS METHOD heap",
     "ADD COLUMN z int, ALTER COLUMN score SET NOT NULL",
     "ALTER COLUMN score TYPE bigint, ADD COLUMN z int",
+    // Issue 33's families: a primary key and DROP NOT NULL under ONLY (18 reaches the
+    // children), a sequence named in a stored default (18 locks it), enforceability of
+    // a foreign key (18), type changes of foreign-key columns either way.
+    "ADD PRIMARY KEY (score)",
+    "ALTER COLUMN score SET DEFAULT nextval('ticket')",
+    "ADD COLUMN z bigint DEFAULT nextval('ticket'::regclass)",
+    "ALTER CONSTRAINT {c} NOT ENFORCED",
+    "ALTER COLUMN vendor_id TYPE bigint",
+    "ALTER COLUMN id TYPE bigint",
 ];
 
 /// Every `ALTER TABLE` subcommand on every table, and with `ONLY` on those with

@@ -136,6 +136,7 @@ pub(super) fn alter_column_type(
     b: &mut Builder,
 ) -> Piece {
     let column = cmd.name.as_str();
+    foreign_key_partners(column, target, b);
     let def = column_def(cmd);
     let (new_base, modifiers) = def
         .and_then(|d| d.type_name.as_ref())

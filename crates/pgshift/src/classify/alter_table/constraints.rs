@@ -415,9 +415,28 @@ pub(super) fn drop_constraint(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut 
     }
 }
 
+/// `ALTER CONSTRAINT … [NOT] ENFORCED` (PostgreSQL 18): a foreign key's triggers on the
+/// referenced table are dropped or made again (and its rows checked when enforced
+/// again), under ACCESS EXCLUSIVE there at most (seen: ACCESS EXCLUSIVE for `NOT
+/// ENFORCED`, SHARE ROW EXCLUSIVE and the key's index for `ENFORCED`).
+pub(super) fn alter_enforceability(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder) {
+    let Some(NodeEnum::AtalterConstraint(alter)) = cmd.def.as_deref().and_then(|n| n.node.as_ref())
+    else {
+        return;
+    };
+    if alter.alter_enforceability {
+        referenced_by_name(&alter.conname, target, b, LockMode::AccessExclusive);
+    }
+}
+
 /// The table the constraint `cmd` names references, if it is a foreign key, locked in
 /// `mode` (with its partitions): named with facts, by role without.
 fn referenced_by(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder, mode: LockMode) {
+    referenced_by_name(&cmd.name, target, b, mode);
+}
+
+/// [`referenced_by`] for the constraint `name`.
+fn referenced_by_name(name: &str, target: &Target<'_>, b: &mut Builder, mode: LockMode) {
     let Some(facts) = target.facts.filter(|_| !target.declared()) else {
         b.related(
             target.context,
@@ -429,11 +448,93 @@ fn referenced_by(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder, mode
         );
         return;
     };
-    for fk in facts
-        .foreign_keys_out
-        .iter()
-        .filter(|fk| fk.name == cmd.name)
-    {
+    for fk in facts.foreign_keys_out.iter().filter(|fk| fk.name == name) {
         b.lock(&fk.referenced, ObjectKind::Table, mode, true);
     }
+}
+
+/// The partners of the foreign keys through `column` of the target, either way: a type
+/// change drops each such key and makes it again, under ACCESS EXCLUSIVE on the partner
+/// (seen on 15 and 18). Named with facts (a key whose definition names the column on
+/// the target's side), by role without.
+pub(super) fn foreign_key_partners(column: &str, target: &Target<'_>, b: &mut Builder) {
+    let mode = LockMode::AccessExclusive;
+    let Some(facts) = target.facts.filter(|_| !target.declared()) else {
+        for role in [
+            crate::lock::Role::ReferencedTables,
+            crate::lock::Role::ReferencingTables,
+        ] {
+            b.related(
+                target.context,
+                role,
+                crate::lock::ObjectRef::relation(&target.table),
+                ObjectKind::Table,
+                mode,
+                true,
+            );
+        }
+        return;
+    };
+    for fk in &facts.foreign_keys_out {
+        if names_column(&fk.definition, KeySide::Referencing, column) {
+            b.lock(&fk.referenced, ObjectKind::Table, mode, true);
+        }
+    }
+    for fk in &facts.foreign_keys_in {
+        if names_column(&fk.definition, KeySide::Referenced, column) {
+            b.lock(&fk.referencing, ObjectKind::Table, mode, true);
+        }
+    }
+}
+
+/// Whether one side of a foreign key's definition names `column` (or may: `*`).
+fn names_column(definition: &str, side: KeySide, column: &str) -> bool {
+    key_columns(definition, side)
+        .iter()
+        .any(|c| c == "*" || c == column)
+}
+
+/// Which column list of a foreign key's definition.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum KeySide {
+    /// `FOREIGN KEY (…)`.
+    Referencing,
+    /// `REFERENCES t(…)`.
+    Referenced,
+}
+
+/// The columns of one side of `FOREIGN KEY (a, "B") REFERENCES t(x, y) …`
+/// (`pg_get_constraintdef`), parsed by PostgreSQL's grammar as the constraint of an
+/// `ALTER TABLE`. A definition that does not parse names every column (`*`), so the
+/// partner is locked.
+fn key_columns(definition: &str, side: KeySide) -> Vec<String> {
+    let sql = format!("ALTER TABLE t ADD {definition}");
+    let parsed = pgshift_sql::parse(&sql).ok();
+    let constraint = parsed.as_ref().and_then(|statements| {
+        let Some(NodeEnum::AlterTableStmt(stmt)) = statements.first().map(|s| &s.node) else {
+            return None;
+        };
+        let cmd = match stmt.cmds.first().and_then(|c| c.node.as_ref()) {
+            Some(NodeEnum::AlterTableCmd(cmd)) => cmd,
+            _ => return None,
+        };
+        match cmd.def.as_deref().and_then(|d| d.node.as_ref()) {
+            Some(NodeEnum::Constraint(c)) => Some(c.clone()),
+            _ => None,
+        }
+    });
+    let Some(constraint) = constraint else {
+        return vec!["*".to_owned()];
+    };
+    let list = match side {
+        KeySide::Referencing => &constraint.fk_attrs,
+        KeySide::Referenced => &constraint.pk_attrs,
+    };
+    let mut columns = crate::classify::names::strings(list);
+    if columns.is_empty() {
+        // `REFERENCES t` without a list: the referenced table's primary key, not known
+        // here; every column counts.
+        columns.push("*".to_owned());
+    }
+    columns
 }

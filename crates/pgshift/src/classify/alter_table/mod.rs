@@ -166,7 +166,9 @@ pub(crate) fn classify(stmt: &AlterTableStmt, context: &Context<'_>, b: &mut Bui
         .filter(|p| recurses_to_partitions(&p.cmd, version))
         .collect();
     let recurses = relation.inh && !recursing.is_empty()
-        || pieces.iter().any(|p| recurses_even_with_only(&p.cmd));
+        || pieces
+            .iter()
+            .any(|p| recurses_even_with_only(&p.cmd, version));
     b.lock(&target.table, ObjectKind::Table, mode, recurses);
     if let Some(partitions) = recursing
         .iter()
@@ -204,18 +206,30 @@ fn recurses_to_partitions(cmd: &AlterTableCmd, version: Option<i32>) -> bool {
 
 /// Whether a subcommand locks the children even under `ONLY`: dropping a column or a
 /// constraint updates the children's inherited copies, and a foreign key's clones on
-/// partitions change with it.
-fn recurses_even_with_only(cmd: &AlterTableCmd) -> bool {
+/// partitions change with it. From PostgreSQL 18, where NOT NULL is a constraint of its
+/// own, `DROP NOT NULL` and a `PRIMARY KEY` (which makes its columns NOT NULL) reach the
+/// children's inherited NOT NULL constraints too (seen: ACCESS EXCLUSIVE on each child).
+fn recurses_even_with_only(cmd: &AlterTableCmd, version: Option<i32>) -> bool {
     use AlterTableType as T;
-    matches!(
-        subtype(cmd),
-        T::AtDropColumn | T::AtDropConstraint | T::AtAlterConstraint
-    )
+    let from_18 = version.is_none_or(|v| v >= 180000);
+    match subtype(cmd) {
+        T::AtDropColumn | T::AtDropConstraint | T::AtAlterConstraint => true,
+        T::AtDropNotNull => from_18,
+        T::AtAddConstraint => {
+            from_18 && constraint_def(cmd).is_some_and(|c| contype(c) == ConstrType::ConstrPrimary)
+        }
+        _ => false,
+    }
 }
 
 /// The mode a recursing subcommand takes on each partition: adding a UNIQUE or PRIMARY
-/// KEY builds each partition's index under SHARE before PostgreSQL 18.
+/// KEY builds each partition's index under SHARE before PostgreSQL 18; a PRIMARY KEY
+/// also makes the children's columns NOT NULL (ACCESS EXCLUSIVE, seen on inheritance
+/// children on 15).
 fn partition_mode_of(piece: &Piece, version: Option<i32>) -> LockMode {
+    if constraint_def(&piece.cmd).is_some_and(|c| contype(c) == ConstrType::ConstrPrimary) {
+        return LockMode::AccessExclusive;
+    }
     let builds_index = constraint_def(&piece.cmd).is_some_and(|c| {
         matches!(
             contype(c),
@@ -376,6 +390,7 @@ fn classify_cmd(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut Builder) -> Pi
         }
         T::AtAddConstraint => add_constraint(cmd, target, b),
         T::AtAlterConstraint => {
+            alter_enforceability(cmd, target, b);
             catalog_only(b, OperationKind::AlterConstraint, LockMode::AccessExclusive)
         }
         T::AtValidateConstraint => validate_constraint(cmd, target, b),
