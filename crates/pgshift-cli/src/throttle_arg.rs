@@ -121,7 +121,10 @@ mod tests {
         assert_eq!(bytes_per_s("64MB"), Ok(Limit(Some(64 << 20))));
         assert_eq!(bytes_per_s("512kB/s"), Ok(Limit(Some(512 << 10))));
         assert_eq!(bytes_per_s("OFF"), Ok(Limit(None)));
-        assert!(bytes_per_s("1TB").is_err());
+        assert!(bytes_per_s("1PB").is_err());
+        assert_eq!(bytes("40GB"), Ok(40 << 30));
+        assert_eq!(bytes("2TB"), Ok(2 << 40));
+        assert!(bytes("off").is_err());
         assert!(bytes_per_s("99999999999999999999GB").is_err());
     }
 }

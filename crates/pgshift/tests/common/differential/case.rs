@@ -11,7 +11,7 @@ use pgshift::exec::{
     apply, ApplyOptions, ApplyVerdict, CasSettings, NoProgress, Outcome, Sessions, StepBudgets,
     TokioSleeper,
 };
-use pgshift::plan::{plan, PlanInput};
+use pgshift::plan::{plan_with, PlanInput, PlanOptions};
 use pgshift::refusal::RefusalCause;
 use pgshift::script::TransactionMode;
 use tokio_postgres::{Client, NoTls};
@@ -162,13 +162,20 @@ pub async fn through_pgshift(db: &str, role: Option<&str>, sql: &str) -> Result<
     };
     let session = connect(&spec, &budgets).await.map_err(|e| e.to_string())?;
     let statements = pgshift_sql::parse(sql).map_err(|e| e.to_string())?;
-    let planned = plan(
+    // A shape that runs as its table's owner (`roleruns`) cannot measure free disk:
+    // the room is the operator's to give, as `--disk-room` does.
+    let disk_room = role.map(|_| 1u64 << 30);
+    let planned = plan_with(
         &session,
         vec![PlanInput {
             path: "<differential>".to_owned(),
             statements,
         }],
         TransactionMode::Statement,
+        &PlanOptions {
+            disk_room,
+            ..PlanOptions::default()
+        },
     )
     .await
     .map_err(|e| format!("plan: {e}"))?;
@@ -181,6 +188,7 @@ pub async fn through_pgshift(db: &str, role: Option<&str>, sql: &str) -> Result<
     // One copy worker: 120 rows need no more, and every session costs the machine.
     run_options.workers = 1;
     run_options.cutover.lock_timeout_ms = 2_000;
+    run_options.disk_room = disk_room;
     let options = ApplyOptions {
         max_table_size: None,
         budgets: BUDGETS,
