@@ -162,6 +162,7 @@ fn structure(facts: &SourceFacts) -> Result<(), CasError> {
             format!("{name} has a partition that is itself partitioned"),
         );
     }
+    // INV: CO-15 — what the swap cannot make again as it was is refused before any work.
     if let Some(view) = facts.dependent_matviews.first() {
         return refuse(
             RefusalCause::DependentMaterializedView,
