@@ -9,6 +9,7 @@ mod common;
 use common::cas::*;
 use common::*;
 use pgshift::cas::{CasError, Mode, RunReport, Silent};
+use pgshift::refusal::RefusalCause;
 
 const ROLES: &[&str] = &["ties_owner", "ties_reader", "ties_grantor"];
 
@@ -156,6 +157,81 @@ async fn a_view_replaced_in_place_has_its_rules_write_the_new_table() {
         "writes through the views"
     );
     assert_eq!(artifacts(&db), "", "the old table is dropped");
+}
+
+/// Each of `cases` (SQL added to the schema, the refusal expected) refuses the
+/// rewrite before anything is recorded or created, and the views still work.
+async fn refused_before_any_work(prefix: &str, extra: &str, expected: RefusalCause) {
+    let db = prepared(prefix);
+    cluster().psql(&db, extra).expect("the extra objects");
+    let before = view_ties(&db);
+    let err = rewrite(&db, "ALTER TABLE stock ALTER COLUMN qty TYPE bigint")
+        .await
+        .expect_err("refused");
+    match &err {
+        CasError::Refused(refusal) => {
+            assert_eq!(refusal.cause, expected, "{err}");
+            assert!(!refusal.next_step.is_empty(), "a next step: {err}");
+        }
+        other => panic!("a refusal before any work, not {other}"),
+    }
+    assert_eq!(runs_recorded(&db), 0, "nothing recorded");
+    assert_eq!(artifacts(&db), "", "nothing created");
+    assert_eq!(view_ties(&db), before, "the views are untouched");
+    assert_eq!(
+        value(
+            &db,
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'stock'::regclass AND attname = 'qty'"
+        ),
+        "integer"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_view_another_object_uses_is_refused_before_any_work() {
+    // A SQL-standard function body names the view by its identity.
+    refused_before_any_work(
+        "ties_in_use_function",
+        "CREATE FUNCTION entries() RETURNS bigint LANGUAGE sql BEGIN ATOMIC SELECT count(*) FROM stock_entry; END;",
+        RefusalCause::DependentViewInUse,
+    )
+    .await;
+    // A table's column of the view's row type.
+    refused_before_any_work(
+        "ties_in_use_row_type",
+        "CREATE TABLE entry_copies (entry stock_entry);",
+        RefusalCause::DependentViewInUse,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grants_another_role_made_on_a_view_are_refused_before_any_work() {
+    refused_before_any_work(
+        "ties_grantor",
+        "GRANT SELECT ON stock_priced TO ties_grantor WITH GRANT OPTION;
+         SET ROLE ties_grantor; GRANT SELECT ON stock_priced TO ties_reader; RESET ROLE;",
+        RefusalCause::DependentViewGrants,
+    )
+    .await;
+    refused_before_any_work(
+        "ties_narrowed",
+        "REVOKE DELETE ON stock_priced FROM CURRENT_USER;",
+        RefusalCause::DependentViewGrants,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rule_of_another_table_that_writes_the_table_is_refused_before_any_work() {
+    refused_before_any_work(
+        "ties_rule",
+        "CREATE TABLE restock (id int, qty int);
+         CREATE RULE restock_into_stock AS ON INSERT TO restock DO ALSO
+           UPDATE stock SET qty = qty + NEW.qty WHERE id = NEW.id;",
+        RefusalCause::RuleUsesTable,
+    )
+    .await;
 }
 
 /// A live run of `sql` on `stock`, to its end.
