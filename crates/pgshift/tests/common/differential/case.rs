@@ -269,6 +269,9 @@ struct Native {
     result: Result<(), String>,
     /// The snapshot afterwards, and with the form's column masked (when it has one).
     snapshot: Option<(Snapshot, Option<Snapshot>)>,
+    /// How the writes through the views ended, when PostgreSQL refused them (its
+    /// message and SQLSTATE); taken before the snapshot.
+    writes: Option<String>,
 }
 
 /// Settings the runner's role gets at login (`ALTER ROLE … SET`), as `SET LOCAL`s.
@@ -336,10 +339,12 @@ impl Case<'_> {
             let client = client_as(own_clone, role).await?;
             let result = client.batch_execute(sql).await.map_err(|e| db_error(&e));
             drop(client);
+            let mut writes = None;
             let snapshot = match result {
                 Ok(()) => {
-                    self.write_through_views(&client_as(own_clone, None).await?, "natively")
-                        .await?;
+                    writes = self
+                        .write_through_views(&client_as(own_clone, None).await?)
+                        .await;
                     let raw = snapshot_of(own_clone, self.version).await?;
                     let masked = match mask {
                         Some(m) => Some(masked_snapshot_of(own_clone, &raw, m).await?),
@@ -349,7 +354,11 @@ impl Case<'_> {
                 }
                 Err(_) => None,
             };
-            return Ok(Native { result, snapshot });
+            return Ok(Native {
+                result,
+                snapshot,
+                writes,
+            });
         }
         let db = self.native.lock().await;
         let client = client_as(&db, None).await?;
@@ -375,30 +384,24 @@ impl Case<'_> {
                 .map_err(|e| db_error(&e))?;
         }
         let result = client.batch_execute(sql).await.map_err(|e| db_error(&e));
-        // Whatever happens after the statement, the transaction is rolled back and the
-        // sequences put back before this returns: the next case starts from the seed.
         let snapshot = match result {
             Ok(()) => {
-                let after = async {
-                    client
-                        .batch_execute("RESET ROLE")
-                        .await
-                        .map_err(|e| db_error(&e))?;
-                    self.write_through_views(&client, "natively").await?;
-                    let raw = snapshot::read(&client, self.version)
-                        .await
-                        .map_err(|e| db_error(&e))?;
-                    let masked = match mask {
-                        Some(m) => Some(
-                            snapshot::read_masked(&client, &raw, m)
-                                .await
-                                .map_err(|e| db_error(&e))?,
-                        ),
-                        None => None,
-                    };
-                    Ok::<_, String>((raw, masked))
+                client
+                    .batch_execute("RESET ROLE")
+                    .await
+                    .map_err(|e| db_error(&e))?;
+                let raw = snapshot::read(&client, self.version)
+                    .await
+                    .map_err(|e| db_error(&e))?;
+                let masked = match mask {
+                    Some(m) => Some(
+                        snapshot::read_masked(&client, &raw, m)
+                            .await
+                            .map_err(|e| db_error(&e))?,
+                    ),
+                    None => None,
                 };
-                Some(after.await)
+                Some((raw, masked))
             }
             Err(_) => None,
         };
@@ -412,8 +415,11 @@ impl Case<'_> {
                 .await
                 .map_err(|e| db_error(&e))?;
         }
-        let snapshot = snapshot.transpose()?;
-        Ok(Native { result, snapshot })
+        Ok(Native {
+            result,
+            snapshot,
+            writes: None,
+        })
     }
 
     async fn compare(&self, native_db: &str, shifted: &str) -> Result<Verdict, String> {
@@ -438,8 +444,16 @@ impl Case<'_> {
         match (&native.result, pgshift) {
             (Ok(()), Pgshift::Done { cas }) => {
                 let (raw, masked) = native.snapshot.ok_or("no native snapshot")?;
-                self.write_through_views(&client_as(shifted, None).await?, "after pgshift")
-                    .await?;
+                let writes = self
+                    .write_through_views(&client_as(shifted, None).await?)
+                    .await;
+                if writes != native.writes {
+                    return Ok(Verdict::Differs(format!(
+                        "writes through the views: natively {}, after pgshift {}",
+                        native.writes.as_deref().unwrap_or("done"),
+                        writes.as_deref().unwrap_or("done")
+                    )));
+                }
                 let actual = snapshot_of(shifted, self.version).await?;
                 let (expected, actual) = match (masked, allowance::mask(self.form)) {
                     (Some(masked), Some(mask)) if raw.data != actual.data => {
@@ -507,15 +521,12 @@ impl Case<'_> {
 
     /// Writes through the shape's views (as the superuser), after the statement and
     /// before the snapshot, on both sides: what the views' triggers and rules do to
-    /// the table and to `item_audit` is then compared with the rows.
-    async fn write_through_views(&self, client: &Client, side: &str) -> Result<(), String> {
-        match self.shape.view_ties.behaviour_sql(self.shape) {
-            Some(sql) => client
-                .batch_execute(&sql)
-                .await
-                .map_err(|e| format!("writing through the views ({side}): {}", db_error(&e))),
-            None => Ok(()),
-        }
+    /// the table and to `item_audit` is then compared with the rows. `Some` with the
+    /// server's words when it refused them (one implicit transaction: nothing of them
+    /// is then left), which both sides must do alike.
+    async fn write_through_views(&self, client: &Client) -> Option<String> {
+        let sql = self.shape.view_ties.behaviour_sql(self.shape)?;
+        client.batch_execute(&sql).await.err().map(|e| db_error(&e))
     }
 
     /// Fails unless `db` is as the template was.
