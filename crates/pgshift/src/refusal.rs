@@ -130,6 +130,17 @@ refusal_causes! {
     /// A view depends on a view that depends on the table; copy-and-swap recreates
     /// only views that depend on the table directly.
     NestedDependentViews = "nested-dependent-views", Unsupported;
+    /// A view that reads the table, which the swap replaces or drops and makes again,
+    /// is itself used by another object (a function body, a policy, another
+    /// relation's rule, a column of its row type, an extension).
+    DependentViewInUse = "dependent-view-in-use", Unsupported;
+    /// A view that reads the table has grants the swap could not make again as they
+    /// are: made by a role other than its owner, or its owner's own privileges
+    /// narrowed.
+    DependentViewGrants = "dependent-view-grants", Unsupported;
+    /// A rule of another table reads or writes the table: it names the table by its
+    /// identity and would go on using the old one after a swap.
+    RuleUsesTable = "rule-uses-table", Unsupported;
     /// The table is already being rewritten by another run.
     RunInProgress = "run-in-progress", Invalid;
     /// Copy-and-swap needs a primary key (or a unique, non-null key) to copy and

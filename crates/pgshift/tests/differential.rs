@@ -21,6 +21,7 @@ use differential::shape::{
     corpus, IdColumn, Inheritance, KeyKind, Owner, Partitioning, Rls, Shape, Toast, DEFAULT_SEED,
 };
 use differential::statement::{Form, FORMS};
+use differential::views::VIEW_TIES;
 
 /// Shapes in the default run.
 const DEFAULT_SHAPES: usize = 44;
@@ -52,6 +53,7 @@ fn the_default_corpus_covers_every_feature() {
         seen.insert(format!("owner {:?}", s.owner));
         seen.insert(format!("inheritance {:?}", s.inheritance));
         seen.insert(format!("partitioning {:?}", s.partitioning));
+        seen.insert(format!("view ties {:?}", s.view_ties));
         for (on, name) in [
             (s.generated, "generated"),
             (s.array, "array"),
@@ -123,6 +125,9 @@ fn the_default_corpus_covers_every_feature() {
         Partitioning::Hash,
     ] {
         wanted.push(format!("partitioning {p:?}"));
+    }
+    for v in VIEW_TIES {
+        wanted.push(format!("view ties {v:?}"));
     }
     for name in [
         "generated",

@@ -134,12 +134,13 @@ impl SwapQueries {
     /// transaction, before the lock.
     pub async fn prepare(client: &Client, applier: &Applier) -> Result<Self, CasError> {
         let backlog = applier.backlog_sql();
+        let views_sql = views::dependent_views_sql();
         let statements = async {
             tokio::try_join!(
                 client.prepare(&backlog),
                 client.prepare(capture::CHECK_SQL),
                 client.prepare(source::FINGERPRINT_SQL),
-                client.prepare(views::DEPENDENT_VIEWS_SQL),
+                client.prepare(&views_sql),
                 client.prepare(SOURCE_INDEXES_SQL),
                 client.prepare(STATISTICS_HOLDER_SQL),
                 client.prepare(SEQUENCE_HOLDER_SQL),
@@ -250,7 +251,7 @@ impl SwapQueries {
             backlog,
             breaches: capture::breaches(plan, &capture_rows),
             fingerprint,
-            views: views::from_rows(&view_rows),
+            views: views::from_rows(&view_rows)?,
             names,
             drained,
             invalid_shadow_indexes: invalid

@@ -16,6 +16,7 @@ mod carry;
 mod locked;
 mod read_back;
 mod renames;
+mod view_ties;
 mod views;
 
 use std::time::{Duration, Instant};

@@ -1,10 +1,11 @@
 //! Dependent views at the swap: read under the lock, then each pointed at the new
 //! table by its own definition, or dropped and made again (with its owner, grants and
-//! comment) when its columns' types changed.
+//! comment, and what [`view_ties`] lists) when its columns' types changed.
 
 use tokio_postgres::Client;
 
-use super::{exec, CasError};
+use super::view_ties::{self, Ties};
+use super::{exec, exec_all, CasError};
 use pgshift_sql::{quote_ident, QualifiedName};
 
 /// A view to recreate on the new table.
@@ -16,44 +17,54 @@ pub(super) struct View {
     comment: Option<String>,
     /// `(grantee, privilege, grantable)`.
     grants: Vec<(String, String, bool)>,
+    /// Triggers, rules and column settings.
+    ties: Ties,
 }
 
-/// Plain views that depend on the table `$1` (an OID), with their definitions as of
-/// now: read under the swap's lock, so that none is created meanwhile.
-pub(super) const DEPENDENT_VIEWS_SQL: &str = "SELECT DISTINCT n.nspname::pg_catalog.text, v.relname::pg_catalog.text, pg_catalog.pg_get_viewdef(v.oid), \
-                    coalesce(v.reloptions, '{}')::pg_catalog.text[], pg_catalog.pg_get_userbyid(v.relowner)::pg_catalog.text, \
+/// Plain views that depend on the table `$1` (an OID), with their definitions and ties
+/// as of now: read under the swap's lock, so that none is created meanwhile.
+pub(super) fn dependent_views_sql() -> String {
+    format!("SELECT DISTINCT n.nspname::pg_catalog.text, v.relname::pg_catalog.text, pg_catalog.pg_get_viewdef(v.oid), \
+                    coalesce(v.reloptions, '{{}}')::pg_catalog.text[], pg_catalog.pg_get_userbyid(v.relowner)::pg_catalog.text, \
                     pg_catalog.obj_description(v.oid, 'pg_class'), \
                     ARRAY(SELECT CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC' ELSE pg_catalog.pg_get_userbyid(a.grantee)::pg_catalog.text END \
                                  || '|' || a.privilege_type || '|' || a.is_grantable::pg_catalog.text \
-                            FROM pg_catalog.aclexplode(v.relacl) a WHERE a.grantee OPERATOR(pg_catalog.<>) v.relowner) \
+                            FROM pg_catalog.aclexplode(v.relacl) a WHERE a.grantee OPERATOR(pg_catalog.<>) v.relowner), \
+                    {ties} \
                FROM pg_catalog.pg_depend d \
                JOIN pg_catalog.pg_rewrite rw ON rw.oid OPERATOR(pg_catalog.=) d.objid \
                JOIN pg_catalog.pg_class v ON v.oid OPERATOR(pg_catalog.=) rw.ev_class \
                JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) v.relnamespace \
               WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass \
-                AND d.refobjid OPERATOR(pg_catalog.=) $1 AND v.oid OPERATOR(pg_catalog.<>) $1 AND v.relkind OPERATOR(pg_catalog.=) 'v'";
+                AND d.refobjid OPERATOR(pg_catalog.=) $1 AND v.oid OPERATOR(pg_catalog.<>) $1 AND v.relkind OPERATOR(pg_catalog.=) 'v'", ties = view_ties::TIES_SQL)
+}
 
-/// The views [`DEPENDENT_VIEWS_SQL`]'s rows describe.
-pub(super) fn from_rows(rows: &[tokio_postgres::Row]) -> Vec<View> {
+/// The views [`dependent_views_sql`]'s rows describe.
+pub(super) fn from_rows(rows: &[tokio_postgres::Row]) -> Result<Vec<View>, CasError> {
     rows.iter()
-        .map(|r| View {
-            name: QualifiedName::qualified(r.get::<_, String>(0), r.get::<_, String>(1)),
-            definition: r.get(2),
-            options: r.get(3),
-            owner: r.get(4),
-            comment: r.get(5),
-            grants: r
-                .get::<_, Vec<String>>(6)
-                .iter()
-                .filter_map(|g| {
-                    let mut parts = g.split('|');
-                    Some((
-                        parts.next()?.to_owned(),
-                        parts.next()?.to_owned(),
-                        parts.next()? == "true",
-                    ))
-                })
-                .collect(),
+        .map(|r| {
+            let name = QualifiedName::qualified(r.get::<_, String>(0), r.get::<_, String>(1));
+            let ties = Ties::parse(&name, &r.get::<_, String>(7))?;
+            Ok(View {
+                name,
+                ties,
+                definition: r.get(2),
+                options: r.get(3),
+                owner: r.get(4),
+                comment: r.get(5),
+                grants: r
+                    .get::<_, Vec<String>>(6)
+                    .iter()
+                    .filter_map(|g| {
+                        let mut parts = g.split('|');
+                        Some((
+                            parts.next()?.to_owned(),
+                            parts.next()?.to_owned(),
+                            parts.next()? == "true",
+                        ))
+                    })
+                    .collect(),
+            })
         })
         .collect()
 }
@@ -125,6 +136,13 @@ pub(super) async fn recreate(client: &Client, views: &[View]) -> Result<Vec<Stri
                 "RELEASE SAVEPOINT pgshift_view",
             )
             .await?;
+            // INV: CO-15 — a replaced view's rules are made again on the new table.
+            exec_all(
+                client,
+                "carrying a dependent view's rules",
+                &view.ties.rebind_rules(&view.name)?,
+            )
+            .await?;
         } else {
             exec(
                 client,
@@ -135,12 +153,16 @@ pub(super) async fn recreate(client: &Client, views: &[View]) -> Result<Vec<Stri
             let mut again = vec![
                 format!("DROP VIEW {}", view.name),
                 sql.replacen("CREATE OR REPLACE VIEW", "CREATE VIEW", 1),
-                format!(
-                    "ALTER VIEW {} OWNER TO {}",
-                    view.name,
-                    quote_ident(&view.owner)
-                ),
             ];
+            // INV: CO-15 — a view made again gets its triggers, rules and column
+            // settings back, in the swap's transaction.
+            again.extend(view.ties.before_owner(&view.name)?);
+            again.push(format!(
+                "ALTER VIEW {} OWNER TO {}",
+                view.name,
+                quote_ident(&view.owner)
+            ));
+            again.extend(view.ties.after_owner(&view.name));
             for (grantee, privilege, grantable) in &view.grants {
                 let grantee = if grantee == "PUBLIC" {
                     grantee.clone()

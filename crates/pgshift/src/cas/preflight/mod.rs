@@ -2,7 +2,8 @@
 //! `apply` (through [`crate::cas::start_request`]) and `plan` can both call: the role's
 //! privileges, a run already recorded for the table, what the swap cannot carry, row
 //! security that would filter the engine's reads (`row_security`), ownership of every
-//! object the swap alters (`owners`), a key the capture can compare, and free disk
+//! object the swap alters (`owners`), what the swap could not make again around the
+//! views that read the table (`views`), a key the capture can compare, and free disk
 //! (`disk`: measured, or within the room the operator gives).
 //!
 //! Nothing here writes: the only statements sent are catalog reads and a type probe
@@ -11,6 +12,7 @@
 mod disk;
 mod owners;
 mod row_security;
+mod views;
 
 use tokio_postgres::Client;
 
@@ -88,6 +90,7 @@ async fn from_source(
 ) -> Result<Preflight, CasError> {
     let facts = source::read(client, oid).await?;
     structure(&facts)?;
+    views::check(client, oid, &facts.table.name.to_string()).await?;
     row_security::check(client, &facts, statement).await?;
     let target = target_tablespace(statement);
     owners::check(client, oid, target.as_deref()).await?;
@@ -165,6 +168,7 @@ fn structure(facts: &SourceFacts) -> Result<(), CasError> {
             format!("{name} has a partition that is itself partitioned"),
         );
     }
+    // INV: CO-15 — what the swap cannot make again as it was is refused before any work.
     if let Some(view) = facts.dependent_matviews.first() {
         return refuse(
             RefusalCause::DependentMaterializedView,

@@ -9,6 +9,7 @@ pub mod case;
 pub mod shape;
 pub mod snapshot;
 pub mod statement;
+pub mod views;
 
 use std::time::{Duration, Instant};
 

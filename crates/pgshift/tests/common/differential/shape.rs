@@ -10,6 +10,8 @@ use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 
+pub use super::views::ViewTies;
+
 /// The primary key's type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum KeyKind {
@@ -137,6 +139,9 @@ pub struct Shape {
     pub tuning: bool,
     /// `item_view` reads the key and `note`.
     pub view: bool,
+    /// Views with triggers, rules or options attached, nested views or a
+    /// materialized view, reading the key, `qty` and `note`.
+    pub view_ties: ViewTies,
 }
 
 const KEYS: [KeyKind; 7] = [
@@ -202,7 +207,16 @@ pub fn shapes() -> impl Strategy<Value = Shape> {
         any::<bool>(),
         any::<bool>(),
     );
-    (a, b).prop_map(|(a, b)| {
+    // Views with things attached; those pgshift refuses less often.
+    let c = prop_oneof![
+        3 => Just(ViewTies::None),
+        2 => Just(ViewTies::Triggers),
+        2 => Just(ViewTies::Rules),
+        2 => Just(ViewTies::Options),
+        1 => Just(ViewTies::Nested),
+        1 => Just(ViewTies::Materialized),
+    ];
+    (a, b, c).prop_map(|(a, b, view_ties)| {
         Shape {
             key: a.0,
             id: a.1,
@@ -228,6 +242,7 @@ pub fn shapes() -> impl Strategy<Value = Shape> {
             triggers: b.9,
             tuning: b.10,
             view: b.11,
+            view_ties,
         }
         .normalized()
     })
@@ -342,6 +357,10 @@ impl Shape {
         flag(self.triggers, "triggers");
         flag(self.tuning, "tuning");
         flag(self.view, "view");
+        flag(
+            self.view_ties != ViewTies::None,
+            &format!("views-{:?}", self.view_ties).to_lowercase(),
+        );
         parts.join(",")
     }
 
@@ -369,7 +388,7 @@ impl Shape {
     }
 
     /// The role owning the table.
-    fn owner_role(&self) -> Option<&'static str> {
+    pub fn owner_role(&self) -> Option<&'static str> {
         (self.owner != Owner::Runner).then_some(OWNER_ROLE)
     }
 
@@ -707,7 +726,7 @@ impl Shape {
             );
             let _ = writeln!(
                 s,
-                "INSERT INTO item_ref SELECT r, {keys} FROM (SELECT row_number() OVER (ORDER BY code) AS r, {keys} FROM item WHERE qty < 3) x WHERE r <= 20;"
+                "INSERT INTO item_ref SELECT r, {keys} FROM (SELECT row_number() OVER (ORDER BY code) AS r, {keys} FROM ONLY item WHERE qty < 3) x WHERE r <= 20;"
             );
             s.push_str(
                 "COMMENT ON CONSTRAINT item_ref_item_fkey ON item_ref IS 'points at item';\n",
@@ -716,6 +735,8 @@ impl Shape {
         if self.view {
             s.push_str(&self.view_sql());
         }
+        self.view_ties.seed_support(s, self);
+        s.push_str(&self.view_ties.view_sql(self, version));
         if self.publication {
             s.push_str("CREATE PUBLICATION diff_pub FOR TABLE item;\n");
             if self.partitioned() {
@@ -787,6 +808,13 @@ impl Shape {
             if let Some(owner) = self.owner_role() {
                 let _ = writeln!(create, "ALTER VIEW item_view OWNER TO {owner};");
             }
+        }
+        if let Some((d, c)) = self
+            .view_ties
+            .dependents_of(self, column, self.owner_role(), version)
+        {
+            drop.push_str(&d);
+            create.push_str(&c);
         }
         if self.triggers && column == "note" {
             drop.push_str("DROP TRIGGER item_note_trg ON item;\n");
@@ -906,6 +934,7 @@ impl Shape {
                 let _ = writeln!(s, "ALTER {relation} OWNER TO {owner};");
             }
         }
+        s.push_str(&self.view_ties.owner_sql(owner));
         if self.publication {
             s.push_str("ALTER PUBLICATION diff_pub OWNER TO diff_owner;\n");
             if self.partitioned() {

@@ -3,7 +3,7 @@
 //! `classify/table.rs`), each instantiated for a shape, and the refusals pgshift
 //! documents for some of them.
 
-use super::shape::{Inheritance, KeyKind, Owner, Rls, Shape, Toast};
+use super::shape::{Inheritance, KeyKind, Owner, Rls, Shape, Toast, ViewTies};
 use pgshift::refusal::RefusalCause;
 
 /// A statement form.
@@ -220,6 +220,18 @@ impl Form {
             out.push((
                 RefusalCause::RowSecurityApplies,
                 "docs/REFUSALS.md row-security-applies: the owner (not a superuser) with FORCE ROW LEVEL SECURITY would read only the rows its policies show",
+            ));
+        }
+        if shape.view_ties == ViewTies::Nested {
+            out.push((
+                RefusalCause::NestedDependentViews,
+                "docs/COPY-AND-SWAP.md Dependent views: a view on a view that reads the table is refused",
+            ));
+        }
+        if shape.view_ties == ViewTies::Materialized {
+            out.push((
+                RefusalCause::DependentMaterializedView,
+                "docs/COPY-AND-SWAP.md Dependent views: a materialized view on the table is refused, never made again empty",
             ));
         }
         if shape.inheritance != Inheritance::None {
