@@ -29,6 +29,23 @@ fn pooled(prefix: &str, mode: PoolMode, size: u32) -> (&'static Cluster, String,
     (cluster, db, pooler, url)
 }
 
+/// `pgshift apply --format json --sql SQL` through `url`.
+fn apply_json(url: &str, sql: &str) -> common::Run {
+    pgshift(&["apply", "--url", url, "--format", "json", "--sql", sql])
+}
+
+/// Asserts that a run exited 0, with its output and the pooler's log otherwise.
+fn assert_done(run: &common::Run, pooler: &Pooler) {
+    assert_eq!(
+        run.code,
+        0,
+        "{}\n{}\n{}",
+        run.stdout,
+        run.stderr,
+        pooler.log()
+    );
+}
+
 /// Asserts a refusal's JSON error document: one document, `refused`, exit 2, the
 /// cause in the message and the next step in the hint.
 fn assert_refused_json(run: &common::Run) {
@@ -49,7 +66,8 @@ fn assert_refused_json(run: &common::Run) {
 }
 
 /// What the database and the pool show after a refused command: no column added,
-/// no `pgshift` schema, no advisory lock, and clients of the pool see the default
+/// no `pgshift` schema, no advisory lock, no capture trigger, `qty` still an
+/// `integer`, and clients of the pool see the default
 /// `search_path`.
 fn assert_untouched(cluster: &Cluster, pooler: &Pooler, db: &str) {
     let direct = cluster
@@ -58,12 +76,16 @@ fn assert_untouched(cluster: &Cluster, pooler: &Pooler, db: &str) {
             "SELECT (SELECT count(*) FROM pg_attribute WHERE attrelid = 'items'::regclass \
              AND attname = 'note') || '|' || \
              (SELECT count(*) FROM pg_namespace WHERE nspname = 'pgshift') || '|' || \
-             (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory')",
+             (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND database = \
+              (SELECT oid FROM pg_database WHERE datname = current_database())) || '|' || \
+             (SELECT count(*) FROM pg_trigger WHERE tgrelid = 'items'::regclass) || '|' || \
+             (SELECT format_type(atttypid, NULL) FROM pg_attribute \
+              WHERE attrelid = 'items'::regclass AND attname = 'qty')",
         )
         .expect("reads");
     assert!(
-        direct.contains("0|0|0"),
-        "column | schema | advisory locks: {direct}"
+        direct.contains("0|0|0|0|integer"),
+        "column | schema | advisory locks | triggers | qty's type: {direct}"
     );
     for _ in 0..4 {
         let path = pooler.psql(cluster, db, "SHOW search_path");
@@ -76,7 +98,7 @@ fn inv_se_4_apply_and_migrate_refuse_behind_a_transaction_pooler() {
     let (cluster, db, pooler, url) = pooled("pooled_apply", PoolMode::Transaction, 2);
     let sql = "ALTER TABLE items ADD COLUMN note text";
 
-    let json = pgshift(&["apply", "--url", &url, "--format", "json", "--sql", sql]);
+    let json = apply_json(&url, sql);
     assert_refused_json(&json);
     let text = pgshift(&["apply", "--url", &url, "--sql", sql]);
     assert_eq!(text.code, 2, "{}\n{}", text.stdout, text.stderr);
@@ -93,6 +115,10 @@ fn inv_se_4_apply_and_migrate_refuse_behind_a_transaction_pooler() {
     let migrated = pgshift(&["migrate", "--url", &url, "--format", "json", path]);
     let _ = std::fs::remove_dir_all(&dir);
     assert_refused_json(&migrated);
+
+    // The issue's copy-and-swap: refused before its lock, capture or shadow.
+    let rewrite = apply_json(&url, common::cas::REWRITE);
+    assert_refused_json(&rewrite);
 
     assert_untouched(cluster, &pooler, &db);
 }
@@ -121,14 +147,7 @@ fn apply_runs_through_a_session_pooler() {
         "--sql",
         "ALTER TABLE items ADD COLUMN note text; CREATE INDEX items_qty_idx ON items (qty)",
     ]);
-    assert_eq!(
-        run.code,
-        0,
-        "{}\n{}\n{}",
-        run.stdout,
-        run.stderr,
-        pooler.log()
-    );
+    assert_done(&run, &pooler);
     let added = cluster
         .psql(
             &db,
@@ -141,5 +160,28 @@ fn apply_runs_through_a_session_pooler() {
         path.trim(),
         "\"$user\", public",
         "session mode resets what pgshift set"
+    );
+}
+
+#[test]
+fn a_copy_and_swap_runs_through_a_session_pooler() {
+    // Every session of the run (runner, copiers, applier, verifiers, the swap, the
+    // throttle's probe) and each check's second connection through one session pool.
+    let (cluster, db) = common::cas::database("pooled_session_cas", 2_000);
+    let pooler = Pooler::start(cluster, PoolMode::Session, 30);
+    let url = pooler.connection_string(cluster, &db);
+    let run = pgshift(&["apply", "--url", &url, "--sql", common::cas::REWRITE]);
+    assert_done(&run, &pooler);
+    let qty = common::cas::value(
+        cluster,
+        &db,
+        "SELECT format_type(atttypid, NULL) FROM pg_attribute \
+         WHERE attrelid = 'items'::regclass AND attname = 'qty'",
+    );
+    assert_eq!(qty, "bigint");
+    assert_eq!(common::cas::debris(cluster, &db), "");
+    assert_eq!(
+        common::cas::value(cluster, &db, "SELECT count(*) FROM items"),
+        "2000"
     );
 }

@@ -103,7 +103,9 @@ async fn nothing_left(conninfo: &str, db: &str, pool_size: usize) {
     let left = values(
         &direct,
         "SELECT pg_catalog.concat_ws('|', \
-         (SELECT pg_catalog.count(*) FROM pg_catalog.pg_locks WHERE locktype = 'advisory'), \
+         (SELECT pg_catalog.count(*) FROM pg_catalog.pg_locks l JOIN pg_catalog.pg_database d \
+          ON d.oid OPERATOR(pg_catalog.=) l.database \
+          WHERE l.locktype = 'advisory' AND d.datname = pg_catalog.current_database()), \
          (SELECT pg_catalog.count(*) FROM pg_catalog.pg_namespace WHERE nspname = 'pgshift'))",
     )
     .await;
@@ -166,6 +168,45 @@ async fn inv_se_4_a_transaction_pool_of_one_server_is_refused_too() {
     let error = connect(&spec, &budgets()).await.expect_err("refused");
     assert_eq!(refused_cause(&error), RefusalCause::PooledWithoutSession);
     nothing_left(&conninfo, &db, 1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inv_se_4_a_statement_pooler_is_refused_too() {
+    let (db, _pooler, conninfo, spec) = pooled("pooled_stmt", PoolMode::Statement, 2);
+    let error = connect(&spec, &budgets()).await.expect_err("refused");
+    assert_eq!(refused_cause(&error), RefusalCause::PooledWithoutSession);
+    assert!(
+        error.to_string().contains("could not open a transaction"),
+        "{error}"
+    );
+    let direct = common::client(&db).await;
+    let leaked = values(
+        &direct,
+        "SELECT pg_catalog.count(*) FROM pg_catalog.pg_stat_activity \
+         WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database() \
+         AND state OPERATOR(pg_catalog.=) 'idle in transaction'",
+    )
+    .await;
+    assert_eq!(leaked, vec!["0".to_owned()], "no transaction left open");
+    drop(conninfo);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_session_pool_fails_the_check_without_guessing() {
+    // One server connection in session mode: the connection holds it, so the check's
+    // second connection gets none. That is neither proof of a session nor of its
+    // absence: the connection fails with a timeout that says why.
+    let (_db, _pooler, conninfo, _spec) = pooled("pooled_full", PoolMode::Session, 1);
+    let spec = ConnectionSpec::parse(&format!("{conninfo} connect_timeout=2")).expect("spec");
+    let error = connect(&spec, &budgets())
+        .await
+        .expect_err("no room for the check");
+    assert!(error.refusal().is_none(), "{error}");
+    let text = error.to_string();
+    assert!(
+        text.contains("session check timed out") && text.contains("room for one more client"),
+        "{text}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -29,6 +29,8 @@ pub enum PoolMode {
     Session,
     /// A server connection per transaction.
     Transaction,
+    /// A server connection per statement (transaction blocks refused).
+    Statement,
 }
 
 impl PoolMode {
@@ -36,6 +38,7 @@ impl PoolMode {
         match self {
             PoolMode::Session => "session",
             PoolMode::Transaction => "transaction",
+            PoolMode::Statement => "statement",
         }
     }
 }
