@@ -7,6 +7,7 @@ mod common;
 #[path = "../../pgshift/tests/common/pooler.rs"]
 mod pooler;
 
+use common::cas::REWRITE;
 use common::pgshift;
 use pgshift_embedded::{shared_cluster, Cluster};
 use pooler::{PoolMode, Pooler};
@@ -117,19 +118,22 @@ fn inv_se_4_apply_and_migrate_refuse_behind_a_transaction_pooler() {
     assert_refused_json(&migrated);
 
     // The copy-and-swap: refused before its lock, capture or shadow.
-    let rewrite = apply_json(&url, common::cas::REWRITE);
+    let rewrite = apply_json(&url, REWRITE);
     assert_refused_json(&rewrite);
 
     assert_untouched(cluster, &pooler, &db);
 }
 
 #[test]
-fn run_commands_refuse_behind_a_transaction_pooler() {
+fn run_commands_plan_and_audit_refuse_behind_a_transaction_pooler() {
     let (cluster, db, pooler, url) = pooled("pooled_run_cmds", PoolMode::Transaction, 2);
     for args in [
         vec!["resume", "--url", &url, "--format", "json", "items"],
         vec!["abort", "--url", &url, "--format", "json", "items"],
         vec!["status", "--url", &url, "--format", "json"],
+        vec!["cutover", "--url", &url, "--format", "json", "items"],
+        vec!["audit", "--url", &url, "--format", "json"],
+        vec!["plan", "--url", &url, "--format", "json", "--sql", REWRITE],
     ] {
         let run = pgshift(&args);
         assert_refused_json(&run);
@@ -170,7 +174,7 @@ fn a_copy_and_swap_runs_through_a_session_pooler() {
     let (cluster, db) = common::cas::database("pooled_session_cas", 2_000);
     let pooler = Pooler::start(cluster, PoolMode::Session, 30);
     let url = pooler.connection_string(cluster, &db);
-    let run = pgshift(&["apply", "--url", &url, "--sql", common::cas::REWRITE]);
+    let run = pgshift(&["apply", "--url", &url, "--sql", REWRITE]);
     assert_done(&run, &pooler);
     let qty = common::cas::value(
         cluster,
