@@ -161,6 +161,27 @@ async fn inv_se_4_a_transaction_pooler_is_refused_before_anything_is_set() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn target_session_attrs_behind_a_transaction_pooler_get_the_poolers_refusal() {
+    // `target_session_attrs` is read before the pooler check (through the simple
+    // query protocol, so no named statement is made before the answer): the result
+    // is still the pooler's refusal, and nothing is left on a backend. (The driver's
+    // extended protocol it replaced closed its statement again and, with an idle
+    // pool, got the same backend back, so this does not tell the two apart; it pins
+    // the outcome.)
+    let (db, _pooler, conninfo, _spec) = pooled("pooled_attrs", PoolMode::Transaction, 2);
+    every_backend(&conninfo, 2).await;
+    for attrs in ["read-write", "primary"] {
+        let spec = ConnectionSpec::parse(&format!("{conninfo} target_session_attrs={attrs}"))
+            .expect("spec");
+        for _ in 0..3 {
+            let error = connect(&spec, &budgets()).await.expect_err("refused");
+            assert_eq!(refused_cause(&error), RefusalCause::PooledWithoutSession);
+        }
+    }
+    nothing_left(&conninfo, &db, 2).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn inv_se_4_a_transaction_pool_of_one_server_is_refused_too() {
     // One server connection: the pooler hands a client the same backend every time,
     // so only a second client's open transaction shows that it is not the client's.

@@ -51,7 +51,7 @@ pub struct Pooler {
 
 impl Pooler {
     /// Starts PgBouncer in `mode` with `pool_size` server connections per database and
-    /// user, in front of `cluster`, and waits until its socket exists.
+    /// user, in front of `cluster`, and waits until it accepts connections.
     pub fn start(cluster: &Cluster, mode: PoolMode, pool_size: u32) -> Pooler {
         assert!(
             Path::new(PGBOUNCER).exists(),
@@ -112,7 +112,9 @@ impl Pooler {
             .expect("pgbouncer starts");
         let socket = dir.join(format!(".s.PGSQL.{SOCKET_PORT}"));
         let deadline = Instant::now() + Duration::from_secs(15);
-        while !socket.exists() {
+        // Listening, not only bound: the socket file exists a moment before
+        // PgBouncer accepts on it.
+        while std::os::unix::net::UnixStream::connect(&socket).is_err() {
             if let Ok(Some(status)) = child.try_wait() {
                 panic!(
                     "pgbouncer exited ({status}) before listening: {}",
