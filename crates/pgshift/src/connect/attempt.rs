@@ -52,10 +52,12 @@ pub async fn connect(
                 Ok(client) => {
                     let endpoint = target.to_string();
                     // INV: SE-4 — a connection without a server session of its own is
-                    // refused before anything is set or taken on it.
-                    affinity::check(&client, &endpoint, timeout, || {
+                    // refused before anything is set or taken on it. Boxed: the check
+                    // holds a second connection attempt, and every future that opens a
+                    // session would otherwise carry it on the stack.
+                    Box::pin(affinity::check(&client, &endpoint, timeout, || {
                         open(spec, target, tls.as_ref(), TargetSessionAttrs::Any, timeout)
-                    })
+                    }))
                     .await?;
                     return prepare(client, endpoint, budgets, timeout).await;
                 }
