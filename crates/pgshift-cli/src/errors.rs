@@ -112,6 +112,18 @@ pub fn connect_failed(target: &str, err: &impl std::fmt::Display) -> CliError {
     )
 }
 
+/// pgshift refused the connection before setting anything on it (a pooler without a
+/// session of its own): a refusal, exit 2, with the cause's next step.
+pub fn connection_refused(
+    target: &str,
+    err: &impl std::fmt::Display,
+    refusal: &pgshift::refusal::Refusal,
+) -> CliError {
+    CliError::new("refused", format!("{target}: {err}"))
+        .exit(exit::FINDINGS)
+        .hint(refusal.next_step.clone())
+}
+
 /// The async runtime could not start.
 pub fn no_runtime(err: &impl std::fmt::Display) -> CliError {
     CliError::new("runtime", format!("cannot start the async runtime: {err}"))

@@ -76,6 +76,10 @@ refusal_causes! {
     TwoPhaseCommit = "two-phase-commit", Unsupported;
     /// A rewrite that copy-and-swap does not carry through yet.
     RewriteUnsupported = "rewrite-unsupported", Unsupported;
+    /// The connection has no server session of its own: a pooler in transaction or
+    /// statement mode runs its transactions on shared server backends, where what
+    /// pgshift sets and the locks it holds for a session would land on other clients.
+    PooledWithoutSession = "pooled-without-session", Unsupported;
     /// The statement needs a server version newer than the target's.
     ServerTooOld = "server-too-old", Invalid;
     /// The statement names a table that does not exist.

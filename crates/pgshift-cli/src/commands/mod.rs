@@ -79,7 +79,10 @@ pub(crate) async fn session(
 ) -> Result<Session, CliError> {
     connect(spec, budgets)
         .await
-        .map_err(|err| errors::connect_failed(&spec.redacted(), &err))
+        .map_err(|err| match err.refusal() {
+            Some(refusal) => errors::connection_refused(&spec.redacted(), &err, refusal),
+            None => errors::connect_failed(&spec.redacted(), &err),
+        })
 }
 
 impl From<TransactionModeArg> for TransactionMode {

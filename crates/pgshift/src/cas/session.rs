@@ -70,7 +70,12 @@ const SETTINGS: &str =
 pub async fn open(spec: &ConnectionSpec, application: &str) -> Result<Session, CasError> {
     let session = connect(spec, &RUN_SESSION)
         .await
-        .map_err(|e| CasError::Connect(e.to_string()))?;
+        .map_err(|e| match e.refusal() {
+            // INV: SE-4 — a run's session (runner, workers, the advisory lock's) has a
+            // server session of its own, or the run is refused.
+            Some(refusal) => CasError::Refused(refusal.clone()),
+            None => CasError::Connect(e.to_string()),
+        })?;
     prepare(session.client(), application).await?;
     Ok(session)
 }

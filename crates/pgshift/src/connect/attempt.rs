@@ -12,6 +12,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_postgres::{AsyncMessage, Client, Connection, NoTls, Socket};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
+use super::affinity;
 use super::budgets::SessionBudgets;
 use super::diagnose;
 use super::dsn::ConnectionSpec;
@@ -28,7 +29,10 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 ///
 /// Servers are tried in order (twice for `prefer-standby`: standbys first); a server
 /// that fails to connect, authenticate or match `target_session_attrs` is skipped.
-/// Once one accepts, a failure to prepare its session is returned as is.
+/// Once one accepts, the connection is checked for a server session of its own
+/// (`affinity`: refused behind a pooler in transaction or statement mode, before
+/// anything is set), and a refusal or a failure to prepare its session is returned
+/// as is.
 pub async fn connect(
     spec: &ConnectionSpec,
     budgets: &SessionBudgets,
@@ -45,7 +49,18 @@ pub async fn connect(
     for &wanted in spec.target_session_attrs().passes() {
         for target in spec.targets() {
             match open(spec, target, tls.as_ref(), wanted, timeout).await {
-                Ok(client) => return prepare(client, target.to_string(), budgets, timeout).await,
+                Ok(client) => {
+                    let endpoint = target.to_string();
+                    // INV: SE-4 — a connection without a server session of its own is
+                    // refused before anything is set or taken on it. Boxed: the check
+                    // holds a second connection attempt, and every future that opens a
+                    // session would otherwise carry it on the stack.
+                    Box::pin(affinity::check(&client, &endpoint, timeout, || {
+                        open(spec, target, tls.as_ref(), TargetSessionAttrs::Any, timeout)
+                    }))
+                    .await?;
+                    return prepare(client, endpoint, budgets, timeout).await;
+                }
                 Err(error) => attempts.push(error),
             }
         }
@@ -150,7 +165,8 @@ where
     client
 }
 
-/// Checks the server against `target_session_attrs`, as libpq does after connecting.
+/// Checks the server against `target_session_attrs`, as libpq does after connecting
+/// (through the simple query protocol, like libpq).
 async fn check_session_attrs(
     client: &Client,
     wanted: TargetSessionAttrs,
@@ -159,26 +175,17 @@ async fn check_session_attrs(
     let step = "target_session_attrs";
     let matches = match wanted {
         TargetSessionAttrs::ReadWrite | TargetSessionAttrs::ReadOnly => {
-            let row = client
-                .query_one(
-                    "SELECT pg_catalog.current_setting('transaction_read_only')",
-                    &[],
-                )
-                .await
-                .map_err(|error| ConnectError::setup(step, error))?;
-            let read_only = row
-                .try_get::<_, String>(0)
-                .map_err(|error| ConnectError::setup(step, error))?;
+            let read_only = simple_value(
+                client,
+                "SELECT pg_catalog.current_setting('transaction_read_only')",
+                step,
+            )
+            .await?;
             (read_only == "on") == (wanted == TargetSessionAttrs::ReadOnly)
         }
         TargetSessionAttrs::Primary | TargetSessionAttrs::Standby => {
-            let row = client
-                .query_one("SELECT pg_catalog.pg_is_in_recovery()", &[])
-                .await
-                .map_err(|error| ConnectError::setup(step, error))?;
-            let in_recovery = row
-                .try_get::<_, bool>(0)
-                .map_err(|error| ConnectError::setup(step, error))?;
+            let in_recovery =
+                simple_value(client, "SELECT pg_catalog.pg_is_in_recovery()", step).await? == "t";
             in_recovery == (wanted == TargetSessionAttrs::Standby)
         }
         _ => true,
@@ -191,6 +198,27 @@ async fn check_session_attrs(
             wanted: wanted.as_str(),
         })
     }
+}
+
+/// The one value `sql` returns, read through the simple query protocol: the check
+/// runs before the session is known to be its own (`affinity`), so it must leave no
+/// named prepared statement on a server backend a pooler may share.
+async fn simple_value(
+    client: &Client,
+    sql: &str,
+    step: &'static str,
+) -> Result<String, ConnectError> {
+    let messages = client
+        .simple_query(sql)
+        .await
+        .map_err(|error| ConnectError::setup(step, error))?;
+    messages
+        .iter()
+        .find_map(|message| match message {
+            tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0).map(str::to_owned),
+            _ => None,
+        })
+        .ok_or(ConnectError::UnexpectedServerValue { what: step })
 }
 
 #[cfg(test)]

@@ -185,6 +185,21 @@ pub enum ConnectError {
         /// Which value.
         what: &'static str,
     },
+    /// The connection was refused before anything was set or taken on it: it has no
+    /// server session of its own (`pooled-without-session`, INV: SE-4).
+    #[error("refused: {}: {}", .0.cause, .0.message)]
+    Refused(crate::refusal::Refusal),
+    /// Checking that the connection has a server session of its own needs a second
+    /// connection to the same server for a moment, and that one failed.
+    #[error(
+        "checking that the connection to {endpoint} has a server session of its own needs a second connection for a moment, and it failed: {source}"
+    )]
+    AffinityCheck {
+        /// The server that was tried.
+        endpoint: String,
+        /// Why the second connection failed.
+        source: Box<ConnectError>,
+    },
     /// Every host in the connection string failed; one error per attempt, in order.
     #[error("all {} connection attempts failed: {}", attempts.len(), Attempts(attempts))]
     AllHostsFailed {
@@ -209,6 +224,14 @@ impl ConnectError {
             endpoint: endpoint.to_owned(),
             step,
             timeout_ms: u64::try_from(bound.as_millis()).unwrap_or(u64::MAX),
+        }
+    }
+
+    /// The refusal, when the connection was refused rather than failed.
+    pub fn refusal(&self) -> Option<&crate::refusal::Refusal> {
+        match self {
+            ConnectError::Refused(refusal) => Some(refusal),
+            _ => None,
         }
     }
 
@@ -309,6 +332,11 @@ fn timeout_next(step: &str) -> &'static str {
         "connect" => {
             "is the server running there, and reachable (address, port, firewall)? \
              connect_timeout=SECONDS waits longer"
+        }
+        "session check" => {
+            "a second connection, needed for a moment to check that this one has a server \
+             session of its own, got no answer: a pooler with no free server connection? \
+             connect directly, or through a session-mode pool with room for one more client"
         }
         _ => "the server accepted the connection but answered too slowly; is it overloaded?",
     }

@@ -12,7 +12,9 @@
 //!   `pgshift`, `lock_timeout`, `statement_timeout` and
 //!   `idle_in_transaction_session_timeout` are set, servers older than PostgreSQL 14
 //!   are refused, the role's own `search_path` is recorded, and then replaced by
-//!   `pg_catalog, pg_temp`.
+//!   `pg_catalog, pg_temp`. Before any of it, a connection without a server session
+//!   of its own (a pooler in transaction or statement mode) is refused
+//!   (`pooled-without-session`, `affinity`).
 //! - [`ConnectError`] is the one error type; PostgreSQL errors are matched by
 //!   SQLSTATE, and every failed connection says what the server or the operating
 //!   system said and what to do next (`diagnose`).
@@ -28,6 +30,7 @@
 //! # }
 //! ```
 
+mod affinity;
 mod attempt;
 mod budgets;
 mod diagnose;

@@ -69,6 +69,14 @@ pub fn refusal_page(cause: RefusalCause) -> Page {
             "",
             "pgshift runs rewrites only through copy-and-swap, or as written when `--allow-blocking TABLE` accepts the blocking form of a rewrite it routes there.",
         ),
+        RefusalCause::PooledWithoutSession => page(
+            "The connection has no server session of its own: a pooler in transaction or statement mode runs its transactions on shared server backends, where what pgshift sets and the locks it holds for a session would land on other clients.",
+            "Before it sets or takes anything on a connection, pgshift checks that the connection keeps one server backend: it reads the backend's identity, then reads it again while a second connection holds a transaction open. The backend changed, the second connection's transaction ran on it, or the read waited for a free server: a pooler in transaction or statement mode (PgBouncer `pool_mode = transaction`, for example) is in between. The message says which.",
+            "pgshift sets `search_path`, timeouts and run settings once per session, prepares statements it runs in later transactions, and holds a session advisory lock for a copy-and-swap run. On a shared backend the settings reach application clients (`relation … does not exist`), the next transaction finds none of it, and the lock stays on a backend nobody owns, so `resume` and `abort` would say busy.",
+            "Connect pgshift directly to PostgreSQL, or through a pool in session mode (PgBouncer `pool_mode = session`, a database entry of its own if the application's pool stays in transaction mode); see docs/POOLERS.md.",
+            "",
+            "pgshift checks every connection it opens before it sets anything on it; nothing was set or taken on this one (docs/POOLERS.md).",
+        ),
         RefusalCause::ServerTooOld => page(
             "The statement needs a server version newer than the target's.",
             "The statement uses a feature the connected PostgreSQL version does not have (the message names the version it needs).",

@@ -17,6 +17,7 @@ use pgshift_embedded::{shared_cluster, Cluster};
 
 pub mod cas;
 pub mod exec_tables;
+pub mod pooler;
 use pgshift_sql::QualifiedName;
 use tokio_postgres::{Client, NoTls};
 
