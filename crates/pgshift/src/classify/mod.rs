@@ -559,18 +559,8 @@ pub fn classify(statement: &Statement, context: &Context<'_>) -> Classification 
         NodeEnum::VariableShowStmt(_) => session::classify_show(&mut builder),
         other => misc::classify(other, context, &mut builder),
     }
-    if matches!(
-        &statement.node,
-        NodeEnum::AlterTableStmt(_)
-            | NodeEnum::CreateStmt(_)
-            | NodeEnum::IndexStmt(_)
-            | NodeEnum::ViewStmt(_)
-            | NodeEnum::CreatePolicyStmt(_)
-            | NodeEnum::AlterPolicyStmt(_)
-            | NodeEnum::CreateDomainStmt(_)
-    ) {
-        related_families::stored_references(&statement.node, context, &mut builder);
-    }
+    // Which statements store expressions is `expr::stored_expressions`' to say.
+    related_families::stored_references(&statement.node, context, &mut builder);
     if matches!(&statement.node, NodeEnum::AlterTableStmt(_)) {
         // A rewrite evaluates a volatile default or a USING expression for every row:
         // the sequences they call are locked as a data statement locks them.

@@ -162,7 +162,7 @@ fn sequence_call(call: &pgshift_sql::ast::FuncCall, b: &mut Builder) {
 /// Relations a stored expression names by constant (`nextval('s')`, `currval`, `setval`,
 /// `'t'::regclass`): from PostgreSQL 18 the server locks each in ACCESS SHARE when it
 /// records the expression's dependencies (seen for a column default, `CREATE TABLE` and
-/// `ADD COLUMN`). Called for the statements that store expressions.
+/// `ADD COLUMN`). Statements that store none have nothing here.
 pub(crate) fn stored_references(node: &NodeEnum, context: &Context<'_>, b: &mut Builder) {
     if !since(context, 180_000) {
         return;

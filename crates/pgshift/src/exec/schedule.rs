@@ -180,14 +180,10 @@ fn no_blocking_work_on_a_larger_table(
                 refusal: Refusal::new(
                     RefusalCause::TableTooLarge,
                     format!(
-                        "this holds {} on {} while it {}, and --max-table-size is {}: {}",
+                        "this holds {} on {} while it {} it, and --max-table-size is {}: {}",
                         lock.mode.sql_name(),
                         volume.describe(),
-                        if step.work == crate::classify::WorkClass::Rewrite {
-                            "rewrites it"
-                        } else {
-                            "scans or builds on it"
-                        },
+                        work_words(step),
                         crate::cas::disk_watch::size(limit),
                         if size.is_some() {
                             "the table is larger; run it when the table is smaller, or raise the limit"
@@ -291,16 +287,21 @@ fn blocks_while_working(step: &Step, statements: &[(usize, &AnalyzedStatement)])
         })
 }
 
+/// What a step blocking writes does to its relation, in a refusal's words.
+fn work_words(step: &Step) -> &'static str {
+    if step.work == crate::classify::WorkClass::Rewrite {
+        "rewrites"
+    } else {
+        "scans or builds on"
+    }
+}
+
 fn blocking_refusal(step: &Step) -> Refusal {
     let (relation, mode) = step.lock.as_ref().map_or_else(
         || (String::new(), ""),
         |lock| (lock.relation.to_string(), lock.mode.sql_name()),
     );
-    let what = if step.work == crate::classify::WorkClass::Rewrite {
-        "rewrites"
-    } else {
-        "scans or builds on"
-    };
+    let what = work_words(step);
     Refusal::new(
         RefusalCause::BlockingWork,
         format!(

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use tokio_postgres::Client;
 
-use crate::cas::disk_watch::{free_space, DiskWatch};
+use crate::cas::disk_watch::{free_space, size, DiskWatch};
 use crate::cas::error::CasError;
 use crate::refusal::{Refusal, RefusalCause};
 
@@ -80,10 +80,6 @@ fn remote_host(address: &str) -> Option<&str> {
         .parse::<std::net::IpAddr>()
         .is_ok_and(|ip| ip.is_loopback());
     (!loopback).then_some(host)
-}
-
-fn gib(bytes: u64) -> String {
-    crate::cas::disk_watch::size(bytes)
 }
 
 /// What the run will write: the bytes copied per tablespace and in all, and the WAL.
@@ -199,10 +195,10 @@ fn unmeasured(why: String, need: &Need, room: Option<u64>) -> Result<DiskCheck, 
                 "free disk cannot be measured: {why}. The run needs about {} (the table, its TOAST and indexes, {} in all, \
                  plus {} %, and WAL up to max_wal_size, {}); give --disk-room SIZE, the room the database's volumes have for it, \
                  and the run stops itself before it writes more than that",
-                gib(need.all()),
-                gib(need.total),
+                size(need.all()),
+                size(need.total),
                 need.margin,
-                gib(need.wal)
+                size(need.wal)
             ),
         )));
     };
@@ -212,20 +208,20 @@ fn unmeasured(why: String, need: &Need, room: Option<u64>) -> Result<DiskCheck, 
             format!(
                 "the run needs about {} and --disk-room gives {}: the table, its TOAST and indexes ({} in all) plus {} %, \
                  and WAL up to max_wal_size ({}); free space (or lower the need: a smaller table, another tablespace)",
-                gib(need.all()),
-                gib(room),
-                gib(need.total),
+                size(need.all()),
+                size(room),
+                size(need.total),
                 need.margin,
-                gib(need.wal)
+                size(need.wal)
             ),
         )));
     }
     Ok(DiskCheck {
         line: format!(
             "free disk not measured ({why}); the run needs about {} of the {} --disk-room gives, and stops itself past {}",
-            gib(need.all()),
-            gib(room),
-            gib(room.saturating_sub(need.wal))
+            size(need.all()),
+            size(room),
+            size(room.saturating_sub(need.wal))
         ),
         watch: DiskWatch {
             volumes: Vec::new(),
@@ -276,19 +272,19 @@ fn measured(
                 format!(
                     "the run needs about {} on the file system of {} and {} is free: the table, its TOAST and indexes ({} in all) \
                      plus {} %, and WAL up to max_wal_size ({}); free space there (or lower the need: a smaller table, another tablespace)",
-                    gib(*needed),
+                    size(*needed),
                     path.display(),
-                    gib(free),
-                    gib(need.total),
+                    size(free),
+                    size(need.total),
                     need.margin,
-                    gib(need.wal)
+                    size(need.wal)
                 ),
             )));
         }
         lines.push(format!(
             "needs about {} of {} free on {}",
-            gib(*needed),
-            gib(free),
+            size(*needed),
+            size(free),
             path.display()
         ));
     }
@@ -297,7 +293,7 @@ fn measured(
         line: format!(
             "free disk checked: {}; the run stops itself if less than {} stays free on any of them",
             lines.join("; "),
-            gib(reserve)
+            size(reserve)
         ),
         watch: DiskWatch {
             volumes: volumes
