@@ -95,6 +95,7 @@ pub(crate) fn synthetic(statements: &[Statement], choices: &mut Choices<'_>) -> 
             resolutions,
             // Related objects (types, schemas, publications) are not synthesized yet.
             objects: Vec::new(),
+            functions: Vec::new(),
         },
         server_version_num,
     }

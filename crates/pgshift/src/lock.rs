@@ -167,7 +167,9 @@ pub enum ObjectClass {
     Publication,
     /// An extended statistics object.
     Statistics,
-    /// Any other object (a function, an operator, an extension).
+    /// A function or procedure called by name (every overload of the name).
+    Function,
+    /// Any other object (an operator, an extension, a function dropped).
     Other,
 }
 
@@ -198,6 +200,7 @@ impl fmt::Display for ObjectRef {
             ObjectClass::Schema => "schema ",
             ObjectClass::Publication => "publication ",
             ObjectClass::Statistics => "statistics ",
+            ObjectClass::Function => "function ",
             ObjectClass::Other => "object ",
         };
         write!(f, "{class}{}", self.name)
@@ -248,11 +251,18 @@ pub enum Role {
     /// Whatever the functions of a table's triggers (or a statement's functions) lock:
     /// open-ended, so bounded by the strongest mode.
     UnknownDependents,
+    /// The relations the body of a function the statement calls locks: named from the
+    /// body with live facts when it is written in SQL (plain or `BEGIN ATOMIC`),
+    /// open-ended without them (bounded by ACCESS EXCLUSIVE: any language, any DDL).
+    FunctionBodies,
+    /// Every other table whose index, constraint or statistics expressions use a
+    /// table's row type (`((x, y)::t).a`): a type change of the table rebuilds them.
+    RowTypeUsers,
 }
 
 impl Role {
     /// Every role.
-    pub const ALL: [Role; 17] = [
+    pub const ALL: [Role; 19] = [
         Role::Parent,
         Role::Descendants,
         Role::DefaultPartition,
@@ -270,6 +280,8 @@ impl Role {
         Role::SchemaRelations,
         Role::StatisticsTable,
         Role::UnknownDependents,
+        Role::FunctionBodies,
+        Role::RowTypeUsers,
     ];
 
     /// The kebab-case name (`default-partition`), as in JSON.
@@ -292,6 +304,8 @@ impl Role {
             Role::SchemaRelations => "schema-relations",
             Role::StatisticsTable => "statistics-table",
             Role::UnknownDependents => "unknown-dependents",
+            Role::FunctionBodies => "function-bodies",
+            Role::RowTypeUsers => "row-type-users",
         }
     }
 
@@ -322,6 +336,12 @@ impl Role {
             Role::UnknownDependents => {
                 format!("unknown relations reached through {of} (its dependents, or what its triggers' functions lock)")
             }
+            Role::FunctionBodies => {
+                format!("the relations the body of {of} locks")
+            }
+            Role::RowTypeUsers => format!(
+                "every table whose indexes, constraints or statistics use the row type of {of}"
+            ),
         }
     }
 }

@@ -29,6 +29,9 @@
 //! not allowed in a transaction block) are counted and skipped: `lock_modes.rs` covers
 //! the statements that must run outside a transaction block.
 //!
+//! A second test checks the classifier's lists of built-in function and type names
+//! against the server's `pg_catalog`.
+//!
 //! `PGSHIFT_WRITE_LOCK_TRUTH=1` writes the per-family figures to
 //! `tests/data/lock_truth/observed-pg<major>.md`. Run it on another major with
 //! `PGSHIFT_PG_BIN=/var/cache/pgshift/pg/18/bin`.
@@ -460,6 +463,74 @@ async fn inv_lk_1_every_related_relation_lock_is_stated() {
         "{} lock(s) stated weaker than PostgreSQL {major} takes them, {} related lock(s) left unnamed with live facts:\n{failure}",
         misses.len(),
         unnamed_live.len()
+    );
+}
+
+/// The classifier takes an unqualified call (or cast) of a name on its built-in lists
+/// for PostgreSQL's own, whose locks are its statement's: each list must hold every
+/// function (and type) name in this server's `pg_catalog`, or a call of a new built-in
+/// would be stated as a user function's. `PGSHIFT_UPDATE_BUILTINS=1` adds what the server
+/// has to the lists instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inv_lk_1_builtin_names_cover_the_servers_catalog() {
+    use pgshift::classify::builtins;
+    let cluster = Cluster::start(&ClusterOptions::new()).expect("a PostgreSQL cluster");
+    let admin = client(&cluster.connection_string("postgres")).await;
+    let update = std::env::var("PGSHIFT_UPDATE_BUILTINS").is_ok_and(|v| v == "1");
+    // (file, list, membership, the server's names)
+    type List = (&'static str, &'static str, fn(&str) -> bool, &'static str);
+    let lists: [List; 2] = [
+        (
+            "functions.txt",
+            builtins::FUNCTIONS,
+            builtins::is_function,
+            "SELECT DISTINCT proname::text FROM pg_proc WHERE pronamespace = 'pg_catalog'::regnamespace",
+        ),
+        (
+            "types.txt",
+            builtins::TYPES,
+            builtins::is_type,
+            "SELECT DISTINCT typname::text FROM pg_type WHERE typnamespace = 'pg_catalog'::regnamespace",
+        ),
+    ];
+    let mut report = String::new();
+    for (file, list, known, sql) in lists {
+        let names: Vec<String> = admin
+            .query(sql, &[])
+            .await
+            .expect("catalog names")
+            .iter()
+            .map(|row| row.get(0))
+            .collect();
+        assert!(
+            names.len() > 400,
+            "{file}: the server lists {} names",
+            names.len()
+        );
+        let missing: Vec<&String> = names.iter().filter(|n| !known(n)).collect();
+        if update && !missing.is_empty() {
+            let mut all: Vec<&str> = list
+                .lines()
+                .chain(missing.iter().map(|n| n.as_str()))
+                .collect();
+            all.sort_unstable();
+            all.dedup();
+            let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("src/classify/builtins")
+                .join(file);
+            std::fs::write(&path, all.join("\n") + "\n").expect("writes the list");
+        } else if !missing.is_empty() {
+            let _ = writeln!(
+                report,
+                "{file} lacks {} of the server's names: {missing:?}",
+                missing.len()
+            );
+        }
+    }
+    assert!(
+        report.is_empty(),
+        "built-in names of PostgreSQL {} missing (run with PGSHIFT_UPDATE_BUILTINS=1):\n{report}",
+        cluster.version().major
     );
 }
 

@@ -80,6 +80,7 @@ impl DeclaredSchema {
             relations: self.relations.clone(),
             resolutions,
             objects: Vec::new(),
+            functions: Vec::new(),
         }
     }
 

@@ -390,6 +390,23 @@ pub struct CatalogSnapshot {
     /// Objects other than relations that the input names and whose related relations
     /// a statement locks (types, schemas, publications, statistics).
     pub objects: Vec<ObjectFacts>,
+    /// Functions the input calls by a name that is not a built-in one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub functions: Vec<FunctionFacts>,
+}
+
+/// What a function name the input calls denotes, as far as the relations its body locks
+/// go.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FunctionFacts {
+    /// The name as written in the input.
+    pub written: QualifiedName,
+    /// Whether any function or procedure has that name (in its schema, or in the search
+    /// path).
+    pub found: bool,
+    /// `pg_get_functiondef` of each one written in SQL (outside `pg_catalog`): the body
+    /// whose statements say what a call locks.
+    pub sql_definitions: Vec<String>,
 }
 
 /// The answer to "what is this name?".
@@ -410,7 +427,8 @@ impl CatalogSnapshot {
         self.server.version_num == super::declared::DECLARED_VERSION_NUM
     }
 
-    /// Resolves a name as written in the input.
+    /// Resolves a name as written in the input (a schema-qualified one also by the
+    /// relation of that name the snapshot holds).
     pub fn lookup(&self, name: &QualifiedName) -> Lookup<'_> {
         match self.resolutions.iter().find(|(written, _)| written == name) {
             Some((_, Some(index))) => self
@@ -418,23 +436,28 @@ impl CatalogSnapshot {
                 .get(*index)
                 .map_or(Lookup::Unknown, Lookup::Found),
             Some((_, None)) => Lookup::Missing,
-            None => Lookup::Unknown,
+            // A schema-qualified name not written in the input (a function body's, or a
+            // role's member) denotes the relation of that name read under another.
+            None => self.by_name(name).map_or(Lookup::Unknown, Lookup::Found),
         }
     }
 
     /// Whether the snapshot has an answer for `name`: the relation's facts (by the name
     /// as written, or by its schema-qualified name) or that no relation has it.
     pub fn knows(&self, name: &QualifiedName) -> bool {
-        match self.lookup(name) {
-            Lookup::Found(_) | Lookup::Missing => true,
-            Lookup::Unknown => self.by_name(name).is_some(),
-        }
+        !matches!(self.lookup(name), Lookup::Unknown)
     }
 
     /// A relation of the snapshot by its resolved (schema-qualified) name.
     pub fn by_name(&self, name: &QualifiedName) -> Option<&RelationFacts> {
         name.schema.as_ref()?;
         self.relations.iter().find(|r| r.name == *name)
+    }
+
+    /// What the snapshot says about a function name as written: `None` when it was not
+    /// looked up.
+    pub fn function(&self, name: &QualifiedName) -> Option<&FunctionFacts> {
+        self.functions.iter().find(|f| &f.written == name)
     }
 
     /// What the snapshot says about a catalog object that is not a relation: `None`

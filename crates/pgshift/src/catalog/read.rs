@@ -12,7 +12,9 @@
 //! (`… = ANY($1::pg_catalog.oid[])`): server and session, schema names, relation
 //! names, `pg_class` basics, sizes, partitions, columns, constraints (primary key and
 //! outgoing foreign keys included), indexes, triggers, incoming foreign keys,
-//! dependent views and publications. Names are only ever passed as parameters.
+//! dependent views and publications; and for the functions the input calls, the
+//! definitions of those written in SQL (`functions`). Names are only ever passed as
+//! parameters.
 //!
 //! # Hostile schemas
 //! Every catalog table, function, type and operator is schema-qualified
@@ -73,6 +75,7 @@ mod columns;
 mod constraints;
 mod error;
 mod foreign_keys;
+mod functions;
 mod indexes;
 mod locks;
 mod publications;
@@ -95,7 +98,7 @@ pub use error::CatalogError;
 pub use locks::access_exclusive_elsewhere;
 
 use crate::catalog::facts::{CatalogSnapshot, Persistence, RelationFacts, RelationKind};
-use crate::lock::ObjectRef;
+use crate::lock::{ObjectClass, ObjectRef};
 
 /// Reads the server facts and the facts of every relation `names` denote, in one
 /// snapshot.
@@ -227,12 +230,24 @@ async fn read_in_transaction(
     let mut publications =
         group(publications::read(client, &publishable, session.server.version_num).await?);
     let mut related = related::read_for_relations(client, oids).await?;
+    let requested = objects;
     let objects = related::read_objects(
         client,
-        objects,
+        requested,
         user_search_path,
         &session.current_user,
         session.server.version_num,
+    )
+    .await?;
+    let function_names: Vec<QualifiedName> = requested
+        .iter()
+        .filter(|o| o.class == ObjectClass::Function)
+        .map(|o| o.name.clone())
+        .collect();
+    let functions = functions::read(
+        client,
+        &function_names,
+        &related::search_path_names(user_search_path, &session.current_user),
     )
     .await?;
     let mut columns = group(
@@ -270,6 +285,7 @@ async fn read_in_transaction(
         relations,
         resolutions: resolved.resolutions,
         objects,
+        functions,
     })
 }
 

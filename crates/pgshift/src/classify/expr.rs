@@ -185,6 +185,8 @@ pub(crate) fn walk(node: &Node, visit: &mut dyn FnMut(&NodeEnum)) {
             children.extend(when.result.as_deref());
         }
         NodeEnum::IndexElem(elem) => children.extend(elem.expr.as_deref()),
+        NodeEnum::StatsElem(elem) => children.extend(elem.expr.as_deref()),
+        NodeEnum::AIndirection(indirection) => children.extend(indirection.arg.as_deref()),
         NodeEnum::Constraint(constraint) => {
             children.extend(constraint.raw_expr.as_deref());
             children.extend(constraint.where_clause.as_deref());
@@ -201,7 +203,8 @@ pub(crate) fn walk(node: &Node, visit: &mut dyn FnMut(&NodeEnum)) {
 }
 
 /// The expressions a DDL statement stores or evaluates: column defaults, checks,
-/// generated columns, `USING`, index expressions and predicates.
+/// generated columns, `USING`, index expressions and predicates, and statistics
+/// expressions.
 pub(crate) fn stored_expressions(statement: &NodeEnum) -> Vec<&Node> {
     let mut roots: Vec<&Node> = Vec::new();
     match statement {
@@ -218,6 +221,7 @@ pub(crate) fn stored_expressions(statement: &NodeEnum) -> Vec<&Node> {
             roots.extend(stmt.where_clause.as_deref());
         }
         NodeEnum::CreateDomainStmt(stmt) => roots.extend(&stmt.constraints),
+        NodeEnum::CreateStatsStmt(stmt) => roots.extend(&stmt.exprs),
         _ => {}
     }
     roots

@@ -146,7 +146,18 @@ pub(crate) fn new_partition(b: &mut Builder, context: &Context<'_>, parent: &Qua
 
 /// The table being attached: its own partitions, at every level, are scanned or
 /// checked under ACCESS EXCLUSIVE.
-pub(crate) fn attached_table(b: &mut Builder, context: &Context<'_>, partition: &QualifiedName) {
+///
+/// A foreign key the attached table already has that matches one of the parent's is
+/// merged into the parent's: its action triggers on the referenced table are dropped,
+/// under ACCESS EXCLUSIVE there. With live facts of both tables, the referenced tables
+/// both have keys to are named; otherwise each table the attached one references is
+/// stated.
+pub(crate) fn attached_table(
+    b: &mut Builder,
+    context: &Context<'_>,
+    parent: &QualifiedName,
+    partition: &QualifiedName,
+) {
     b.related(
         context,
         Role::Descendants,
@@ -155,6 +166,28 @@ pub(crate) fn attached_table(b: &mut Builder, context: &Context<'_>, partition: 
         AccessExclusive,
         true,
     );
+    let live = context.facts.is_some_and(|f| !f.is_declared());
+    match (live, context.relation(parent), context.relation(partition)) {
+        (true, Some(parent), Some(attached)) => {
+            for key in &attached.foreign_keys_out {
+                if parent
+                    .foreign_keys_out
+                    .iter()
+                    .any(|p| p.referenced == key.referenced)
+                {
+                    b.lock(&key.referenced, ObjectKind::Table, AccessExclusive, false);
+                }
+            }
+        }
+        _ => b.related(
+            context,
+            Role::ReferencedTables,
+            relation(partition),
+            ObjectKind::Table,
+            AccessExclusive,
+            false,
+        ),
+    }
 }
 
 /// `DETACH PARTITION`: the foreign keys referencing the parent lose the partition

@@ -12,10 +12,12 @@
 //! reads `pg_locks` from another.
 
 mod alter_table;
+pub mod builtins;
 mod coercion;
 pub(crate) mod dml;
 mod expr;
 mod families;
+mod function_bodies;
 mod index;
 mod misc;
 pub(crate) mod names;
@@ -561,6 +563,11 @@ pub fn classify(statement: &Statement, context: &Context<'_>) -> Classification 
     }
     // Which statements store expressions is `expr::stored_expressions`' to say.
     related_families::stored_references(&statement.node, context, &mut builder);
+    related_families::row_type_casts(&statement.node, context, &mut builder);
+    function_bodies::called(statement, context, &mut builder);
+    if let NodeEnum::CreateFunctionStmt(stmt) = &statement.node {
+        function_bodies::created(stmt, statement, context, &mut builder);
+    }
     if matches!(&statement.node, NodeEnum::AlterTableStmt(_)) {
         // A rewrite evaluates a volatile default or a USING expression for every row:
         // the sequences they call are locked as a data statement locks them.

@@ -109,7 +109,10 @@ fn live(relation: &RelationFacts, role: Role) -> Vec<Member> {
             members.push(member);
         }
     }
-    members.retain(|m| m.name != relation.name);
+    // A table whose foreign key references itself is its own partner.
+    if !matches!(role, Role::ReferencedTables | Role::ReferencingTables) {
+        members.retain(|m| m.name != relation.name);
+    }
     members
 }
 

@@ -9,6 +9,7 @@ use pgshift_sql::{NodeEnum, NodeRef, QualifiedName};
 use super::dml::referenced_relations;
 use super::names::{qualified_from_parts, range_var_name, strings};
 use super::{Builder, Context, ObjectKind};
+use crate::catalog::Lookup;
 use crate::lock::{LockMode, ObjectClass, ObjectRef, Role};
 
 /// `CREATE [OR REPLACE] RULE`: ACCESS EXCLUSIVE on its table; its actions are planned,
@@ -172,6 +173,36 @@ pub(crate) fn stored_references(node: &NodeEnum, context: &Context<'_>, b: &mut 
         if let Some(relation) = qualified_from_parts(&parts, 0) {
             b.lock(&relation, kind, LockMode::AccessShare, false);
         }
+    }
+}
+
+/// Casts to a relation's row type in the expressions a DDL statement stores
+/// (`((x, y)::pair).a` in an index, a statistics object or a generated column): the
+/// relation is opened in ACCESS SHARE while the expression is analysed (seen on 15 and
+/// 18). Offline every cast to a type that is not built in is stated; with live facts,
+/// only those to a relation's row type.
+pub(crate) fn row_type_casts(node: &NodeEnum, context: &Context<'_>, b: &mut Builder) {
+    let live = context.facts.is_some_and(|f| !f.is_declared());
+    for root in super::expr::stored_expressions(node) {
+        super::expr::walk(root, &mut |inner| {
+            let NodeEnum::TypeCast(cast) = inner else {
+                return;
+            };
+            let Some(type_name) = &cast.type_name else {
+                return;
+            };
+            let Some(name) = qualified_from_parts(&strings(&type_name.names), 0) else {
+                return;
+            };
+            let built_in = match name.schema.as_deref() {
+                Some(schema) => schema == "pg_catalog",
+                None => super::builtins::is_type(&name.name),
+            };
+            let not_a_relation = live && matches!(context.lookup(&name), Lookup::Missing);
+            if !built_in && !not_a_relation {
+                b.lock(&name, ObjectKind::Table, LockMode::AccessShare, false);
+            }
+        });
     }
 }
 

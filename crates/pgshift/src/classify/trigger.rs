@@ -37,6 +37,15 @@ pub(crate) fn classify_create(stmt: &CreateTrigStmt, context: &Context<'_>, b: &
         LockMode::ShareRowExclusive,
         relation.inh,
     );
+    // A constraint trigger's `FROM` table is opened to record it (ACCESS SHARE).
+    if let Some(from) = stmt.constrrel.as_ref().filter(|_| stmt.isconstraint) {
+        b.lock(
+            &range_var_name(from),
+            ObjectKind::Table,
+            LockMode::AccessShare,
+            false,
+        );
+    }
     let kind = if stmt.replace {
         OperationKind::ReplaceTrigger
     } else if stmt.isconstraint {

@@ -44,7 +44,7 @@ const fn table(
         index,
         has_children: matches!(
             name.as_bytes(),
-            b"ledger" | b"ledger_2026" | b"region" | b"animal" | b"dog"
+            b"ledger" | b"ledger_2026" | b"region" | b"animal" | b"dog" | b"tree"
         ),
     }
 }
@@ -74,6 +74,13 @@ const TABLES: &[Table] = &[
     table("crate", None, None),
     table("bin", None, None),
     table("loose", None, None),
+    table("tree", Some("tree_parent_fkey"), Some("tree_pkey")),
+    table("tree_2024", None, Some("tree_2024_pkey")),
+    table(
+        "pair_user",
+        Some("pair_user_row"),
+        Some("pair_user_row_idx"),
+    ),
     table(
         "side.thing",
         Some("thing_item_id_fkey"),
@@ -209,6 +216,10 @@ const RELATIONS: &[&str] = &[
     "audit",
     "ledger_note",
     "side.thing",
+    "tree",
+    "tree_2024",
+    "tree_rest",
+    "pair",
 ];
 
 const VIEWS: &[&str] = &["item_vendor", "cheap_items", "side.thing_view"];
@@ -701,6 +712,69 @@ fn renames_and_moves() -> Vec<Case> {
     cases
 }
 
+/// Issue 33's families: a partition with its own foreign key matching the parent's, a
+/// partitioned table referencing itself, a constraint trigger's FROM table, SQL-language
+/// and BEGIN ATOMIC bodies, and a table's row type used by another table's index, CHECK
+/// and statistics.
+fn issue_33() -> Vec<Case> {
+    let mut cases = Vec::new();
+    for sql in [
+        "ALTER TABLE ledger ATTACH PARTITION ledger_2029 FOR VALUES FROM ('2029-01-01') TO ('2030-01-01')",
+        "ALTER TABLE tree ATTACH PARTITION tree_2025 FOR VALUES FROM ('2025-01-01') TO ('2026-01-01')",
+    ] {
+        cases.push(case("attach-partition", sql));
+    }
+    cases.push(case(
+        "create-partition",
+        "CREATE TABLE tree_2026 PARTITION OF tree FOR VALUES FROM ('2026-01-01') TO ('2027-01-01')",
+    ));
+    for child in ["tree_2024", "tree_rest"] {
+        cases.push(case(
+            "detach-partition",
+            format!("ALTER TABLE tree DETACH PARTITION {child}"),
+        ));
+    }
+    for sql in [
+        "CREATE CONSTRAINT TRIGGER z_guard AFTER UPDATE ON item FROM vendor FOR EACH ROW EXECUTE FUNCTION guard()",
+        "DROP TRIGGER loose_guard ON loose",
+        "ALTER TRIGGER loose_guard ON loose RENAME TO renamed_guard",
+        "ALTER TABLE loose DISABLE TRIGGER loose_guard",
+        "DROP FUNCTION guard() CASCADE",
+    ] {
+        cases.push(case("trigger", sql));
+    }
+    for sql in [
+        "SELECT item_count()",
+        "SELECT note_it('x')",
+        "SELECT * FROM vendor_names()",
+        "CALL bump()",
+        "SELECT id FROM loose WHERE score < item_count()",
+        "INSERT INTO loose (id, score) VALUES (9, item_count())",
+        "CREATE FUNCTION z_f() RETURNS bigint LANGUAGE sql AS 'SELECT count(*) FROM vendor'",
+        "CREATE FUNCTION z_f() RETURNS void LANGUAGE sql BEGIN ATOMIC DELETE FROM loose; END",
+        "CREATE PROCEDURE z_p() LANGUAGE sql AS 'UPDATE bin SET score = 1'",
+        "ALTER TABLE loose ADD COLUMN z bigint DEFAULT item_count()",
+        "ALTER TABLE loose ADD CONSTRAINT z_check CHECK (item_count() >= 0)",
+        "DROP FUNCTION note_it(text)",
+    ] {
+        cases.push(case("sql-function", sql));
+    }
+    for sql in [
+        "ALTER TABLE pair ALTER COLUMN b TYPE varchar",
+        "ALTER TABLE pair ALTER COLUMN a TYPE bigint",
+        "ALTER TABLE pair ADD COLUMN c int",
+        "ALTER TABLE pair DROP COLUMN b",
+        "ALTER TABLE pair RENAME COLUMN b TO bb",
+        "ALTER TABLE pair RENAME TO couple",
+        "ALTER TABLE pair ALTER COLUMN b SET NOT NULL",
+        "CREATE INDEX ON pair_stats ((((x, y)::pair).b))",
+        "ALTER TABLE pair_stats ADD CONSTRAINT z_check CHECK ((x, y)::pair IS NOT NULL)",
+    ] {
+        cases.push(case("row-type", sql));
+    }
+    cases
+}
+
 /// The whole corpus.
 pub fn cases() -> Vec<Case> {
     let mut all = alter_table();
@@ -711,5 +785,6 @@ pub fn cases() -> Vec<Case> {
     all.extend(types_publications_statistics());
     all.extend(data());
     all.extend(renames_and_moves());
+    all.extend(issue_33());
     all
 }

@@ -205,7 +205,8 @@ impl Oracle {
         role: Role,
         of: &ObjectRef,
     ) -> Result<BTreeSet<u32>, String> {
-        if role == Role::UnknownDependents {
+        // Open-ended without facts: anything may be reached.
+        if matches!(role, Role::UnknownDependents | Role::FunctionBodies) {
             return Ok(self.rels.keys().copied().collect());
         }
         let root = match of.class {
@@ -242,7 +243,7 @@ impl Oracle {
                 )
                 .await?
             }
-            ObjectClass::Other => None,
+            ObjectClass::Function | ObjectClass::Other => None,
         };
         let Some(root) = root else {
             return Ok(BTreeSet::new());
@@ -292,7 +293,18 @@ impl Oracle {
             }
             Role::SchemaRelations => "SELECT oid FROM pg_class WHERE relnamespace = ANY($1)",
             Role::StatisticsTable => "SELECT stxrelid FROM pg_statistic_ext WHERE oid = ANY($1)",
-            Role::UnknownDependents => unreachable!("handled above"),
+            Role::RowTypeUsers => {
+                "SELECT x.indrelid FROM pg_class t JOIN pg_depend d ON d.refclassid = 'pg_type'::regclass \
+                   AND d.refobjid = t.reltype JOIN pg_index x ON d.classid = 'pg_class'::regclass \
+                   AND x.indexrelid = d.objid WHERE t.oid = ANY($1) \
+                 UNION SELECT k.conrelid FROM pg_class t JOIN pg_depend d ON d.refclassid = 'pg_type'::regclass \
+                   AND d.refobjid = t.reltype JOIN pg_constraint k ON d.classid = 'pg_constraint'::regclass \
+                   AND k.oid = d.objid WHERE t.oid = ANY($1) \
+                 UNION SELECT s.stxrelid FROM pg_class t JOIN pg_depend d ON d.refclassid = 'pg_type'::regclass \
+                   AND d.refobjid = t.reltype JOIN pg_statistic_ext s ON d.classid = 'pg_statistic_ext'::regclass \
+                   AND s.oid = d.objid WHERE t.oid = ANY($1)"
+            }
+            Role::UnknownDependents | Role::FunctionBodies => unreachable!("handled above"),
         };
         let roots = if matches!(
             role,
@@ -308,7 +320,7 @@ impl Oracle {
             ObjectClass::Schema => "pg_namespace",
             ObjectClass::Publication => "pg_publication",
             ObjectClass::Statistics => "pg_statistic_ext",
-            ObjectClass::Other => "pg_proc",
+            ObjectClass::Function | ObjectClass::Other => "pg_proc",
         };
         let rows = if sql == CLOSURE {
             client.query(sql, &[&roots, &class]).await

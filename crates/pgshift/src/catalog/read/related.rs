@@ -102,7 +102,8 @@ SELECT t.root, $4::pg_catalog.text AS role, NULL::pg_catalog.text AS via, n.nspn
  ORDER BY 1, 4, 5";
 
 /// Base relations of views at every level; relations each rule (other than a view's
-/// own) and policy depends on; sequences a table owns.
+/// own) and policy depends on; sequences a table owns; other tables whose indexes,
+/// constraints or statistics use a table's row type.
 const USES_SQL: &str = "\
 WITH RECURSIVE base(root, oid) AS (
     SELECT c.oid, c.oid FROM pg_catalog.pg_class c
@@ -148,6 +149,27 @@ WITH RECURSIVE base(root, oid) AS (
        AND d.refobjid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[])
        AND d.deptype OPERATOR(pg_catalog.=) ANY ('{a,i}'::pg_catalog.\"char\"[])
        AND s.relkind OPERATOR(pg_catalog.=) 'S'
+    UNION
+    SELECT t.oid, 'row-type-users', NULL::pg_catalog.text, u.relid
+      FROM pg_catalog.pg_class t
+      JOIN pg_catalog.pg_depend d
+        ON d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_type'::pg_catalog.regclass::pg_catalog.oid
+       AND d.refobjid OPERATOR(pg_catalog.=) t.reltype
+      CROSS JOIN LATERAL (
+        SELECT x.indrelid AS relid FROM pg_catalog.pg_index x
+         WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid
+           AND x.indexrelid OPERATOR(pg_catalog.=) d.objid
+        UNION ALL
+        SELECT k.conrelid FROM pg_catalog.pg_constraint k
+         WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_constraint'::pg_catalog.regclass::pg_catalog.oid
+           AND k.oid OPERATOR(pg_catalog.=) d.objid
+        UNION ALL
+        SELECT x.stxrelid FROM pg_catalog.pg_statistic_ext x
+         WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_statistic_ext'::pg_catalog.regclass::pg_catalog.oid
+           AND x.oid OPERATOR(pg_catalog.=) d.objid
+      ) u
+     WHERE t.oid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[])
+       AND u.relid OPERATOR(pg_catalog.<>) t.oid
 )
 SELECT p.root, p.role, p.via, n.nspname, c.relname, c.relkind
   FROM pairs p
@@ -358,7 +380,12 @@ pub(super) async fn read_objects(
 ) -> Result<Vec<ObjectFacts>, CatalogError> {
     let objects: Vec<&ObjectRef> = objects
         .iter()
-        .filter(|o| !matches!(o.class, ObjectClass::Relation | ObjectClass::Other))
+        .filter(|o| {
+            !matches!(
+                o.class,
+                ObjectClass::Relation | ObjectClass::Function | ObjectClass::Other
+            )
+        })
         .collect();
     if objects.is_empty() {
         return Ok(Vec::new());
@@ -490,12 +517,13 @@ fn class_name(class: ObjectClass) -> &'static str {
         ObjectClass::Schema => "schema",
         ObjectClass::Publication => "publication",
         ObjectClass::Statistics => "statistics",
+        ObjectClass::Function => "function",
         ObjectClass::Other => "other",
     }
 }
 
 /// The schema names an unqualified name is searched in, in order.
-fn search_path_names(user_search_path: &[String], current_user: &str) -> Vec<String> {
+pub(super) fn search_path_names(user_search_path: &[String], current_user: &str) -> Vec<String> {
     let mut path: Vec<String> = Vec::new();
     for entry in user_search_path {
         let name = if entry == "$user" {

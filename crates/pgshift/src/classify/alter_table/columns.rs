@@ -137,6 +137,7 @@ pub(super) fn alter_column_type(
 ) -> Piece {
     let column = cmd.name.as_str();
     foreign_key_partners(column, target, b);
+    row_type_users(target, b);
     let def = column_def(cmd);
     let (new_base, modifiers) = def
         .and_then(|d| d.type_name.as_ref())

@@ -487,6 +487,20 @@ pub(super) fn foreign_key_partners(column: &str, target: &Target<'_>, b: &mut Bu
     }
 }
 
+/// The other tables whose index, constraint or statistics expressions use the target's
+/// row type: a type change rebuilds those indexes and constraints under ACCESS EXCLUSIVE
+/// on their tables (seen on 14 and 18; 15.20 refuses the change instead).
+pub(super) fn row_type_users(target: &Target<'_>, b: &mut Builder) {
+    b.related(
+        target.context,
+        crate::lock::Role::RowTypeUsers,
+        crate::lock::ObjectRef::relation(&target.table),
+        ObjectKind::Table,
+        LockMode::AccessExclusive,
+        false,
+    );
+}
+
 /// Whether one side of a foreign key's definition names `column` (or may: `*`).
 fn names_column(definition: &str, side: KeySide, column: &str) -> bool {
     key_columns(definition, side)

@@ -30,7 +30,7 @@ pub(super) fn attach_partition(cmd: &AlterTableCmd, target: &Target<'_>, b: &mut
             LockMode::AccessExclusive,
             false,
         );
-        families::attached_table(b, target.context, partition);
+        families::attached_table(b, target.context, &target.table, partition);
     }
     families::new_partition(b, target.context, &target.table);
     let default = target.facts.and_then(RelationFacts::default_partition);

@@ -124,6 +124,44 @@ CREATE TABLE side.thing (id int PRIMARY KEY, item_id int REFERENCES shop.item (i
 CREATE VIEW side.thing_view AS SELECT * FROM side.thing;
 CREATE TABLE side.solo (id int);
 
+-- Issue 33's families.
+-- A partition ready to attach that has its own foreign key matching the parent's.
+CREATE TABLE ledger_2029 (LIKE ledger INCLUDING DEFAULTS,
+    CONSTRAINT ledger_2029_vendor_fkey FOREIGN KEY (vendor_id) REFERENCES vendor (id));
+-- A partitioned table whose key references itself, with a partition, a default, and one
+-- ready to attach.
+CREATE TABLE tree (
+    id int NOT NULL,
+    at date NOT NULL,
+    parent_id int,
+    parent_at date,
+    score int,
+    memo text,
+    PRIMARY KEY (id, at),
+    CONSTRAINT tree_parent_fkey FOREIGN KEY (parent_id, parent_at) REFERENCES tree (id, at)
+) PARTITION BY RANGE (at);
+CREATE TABLE tree_2024 PARTITION OF tree FOR VALUES FROM ('2024-01-01') TO ('2025-01-01');
+CREATE TABLE tree_rest PARTITION OF tree DEFAULT;
+CREATE TABLE tree_2025 (LIKE tree INCLUDING DEFAULTS);
+-- A constraint trigger naming another table in FROM.
+CREATE FUNCTION guard() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$;
+CREATE CONSTRAINT TRIGGER loose_guard AFTER INSERT OR UPDATE ON loose FROM vendor
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION guard();
+-- SQL-language bodies, plain and BEGIN ATOMIC, that read and write tables.
+CREATE FUNCTION item_count() RETURNS bigint LANGUAGE sql STABLE AS 'SELECT count(*) FROM item';
+CREATE FUNCTION note_it(t text) RETURNS void LANGUAGE sql
+    BEGIN ATOMIC INSERT INTO audit (what) VALUES (t); END;
+CREATE FUNCTION vendor_names() RETURNS SETOF text LANGUAGE sql
+    BEGIN ATOMIC SELECT name FROM vendor; END;
+CREATE PROCEDURE bump() LANGUAGE sql BEGIN ATOMIC UPDATE loose SET score = score + 1; END;
+-- Another table's row type in an index, a CHECK and statistics.
+CREATE TABLE pair (a int, b text);
+CREATE TABLE pair_user (x int, y text, score int, memo text,
+    CONSTRAINT pair_user_row CHECK ((x, y)::pair IS NOT NULL));
+CREATE INDEX pair_user_row_idx ON pair_user ((((x, y)::pair).a));
+CREATE TABLE pair_stats (x int, y text);
+CREATE STATISTICS pair_stats_row ON ((x, y)::pair), x FROM pair_stats;
+
 -- A few rows, so foreign-key checks, cascades and rules have work to do.
 INSERT INTO vendor (id, name, rating, score) VALUES (1, 'acme', 5, 1), (2, 'bolt', 3, 2);
 INSERT INTO item (id, vendor_id, sku, amount, feel, score) VALUES (1, 1, 'a-1', 3, 'calm', 1), (2, 2, 'b-2', 1, 'busy', 2);
@@ -139,6 +177,10 @@ INSERT INTO box (w, h) VALUES (1, 2);
 INSERT INTO crate (id, dims, q, score) VALUES (1, ROW(1, 2), 3, 1);
 INSERT INTO bin (id, payload, score) VALUES (1, 'x', 1);
 INSERT INTO loose (id, payload, score) VALUES (1, 'y', 1);
+INSERT INTO tree (id, at, parent_id, parent_at, score) VALUES (1, '2024-03-01', NULL, NULL, 1), (2, '2030-01-01', 1, '2024-03-01', 2);
+INSERT INTO pair VALUES (1, 'one');
+INSERT INTO pair_user (x, y, score) VALUES (1, 'one', 1);
+INSERT INTO pair_stats VALUES (1, 'one');
 INSERT INTO acl (who, item_id) VALUES ('postgres', 1);
 INSERT INTO side.thing (id, item_id, score) VALUES (1, 1, 1);
 REFRESH MATERIALIZED VIEW vendor_count;
