@@ -173,7 +173,7 @@ fn hidden_rewrite(index: usize, statement: &Statement, tables: &[String]) -> Fin
         position: statement.position,
         span: statement.span,
         message: format!(
-            "traced on a clone, this statement rewrote every row of {} under ACCESS EXCLUSIVE: it blocks all reads and writes for as long as the copy takes; reading the SQL does not show it (the rewrite runs inside procedural code)",
+            "traced on a clone, this statement rewrote every row of {} under ACCESS EXCLUSIVE: it blocks all reads and writes for as long as the copy takes; reading the SQL does not show it (the rewrite runs inside procedural code). The clone holds the schema only, so its tables are empty: where the code's branches read the data, the target may take another path",
             tables.join(", ")
         ),
         help: Some(Help {
