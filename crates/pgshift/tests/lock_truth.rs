@@ -62,6 +62,8 @@ const DATABASE: &str = "lock_truth";
 const WRITE_ENV: &str = "PGSHIFT_WRITE_LOCK_TRUTH";
 /// Runs only the statements containing this text (for investigating one family).
 const FILTER_ENV: &str = "PGSHIFT_LOCK_TRUTH_FILTER";
+/// Prints every lock stated stronger than the server took it (with `--nocapture`).
+const STRONGER_ENV: &str = "PGSHIFT_LOCK_TRUTH_STRONGER";
 
 fn err(e: tokio_postgres::Error) -> String {
     match e.as_db_error() {
@@ -283,6 +285,7 @@ async fn inv_lk_1_every_related_relation_lock_is_stated() {
     let mut oracle = Oracle::load(&b).await.expect("catalog");
 
     let filter = std::env::var(FILTER_ENV).unwrap_or_default();
+    let show_stronger = std::env::var(STRONGER_ENV).is_ok_and(|v| v == "1");
     let cases: Vec<Case> = corpus::cases()
         .into_iter()
         .filter(|c| c.sql.contains(&filter))
@@ -369,8 +372,22 @@ async fn inv_lk_1_every_related_relation_lock_is_stated() {
             }
         };
         for s in stated(live, &oracle) {
-            if observed.get(&s.oid).is_none_or(|seen| *seen < s.mode) {
+            let seen = observed.get(&s.oid).copied();
+            if seen.is_none_or(|seen| seen < s.mode) {
                 tally.live_stronger += 1;
+                if show_stronger {
+                    let name = oracle
+                        .rels
+                        .get(&s.oid)
+                        .map_or_else(String::new, |r| r.label());
+                    println!(
+                        "[stronger] {} | {} | {name}: stated {}, observed {}",
+                        case.family,
+                        case.sql,
+                        s.mode.sql_name(),
+                        seen.map_or("nothing", |m| m.sql_name())
+                    );
+                }
             }
         }
         for (oid, mode) in observed {

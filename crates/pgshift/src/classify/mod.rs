@@ -562,7 +562,7 @@ pub fn classify(statement: &Statement, context: &Context<'_>) -> Classification 
         other => misc::classify(other, context, &mut builder),
     }
     // Which statements store expressions is `expr::stored_expressions`' to say.
-    related_families::stored_references(&statement.node, context, &mut builder);
+    related_families::stored_references(&statement.node, &mut builder);
     related_families::row_type_casts(&statement.node, context, &mut builder);
     function_bodies::called(statement, context, &mut builder);
     if let NodeEnum::CreateFunctionStmt(stmt) = &statement.node {

@@ -161,13 +161,12 @@ fn sequence_call(call: &pgshift_sql::ast::FuncCall, b: &mut Builder) {
 }
 
 /// Relations a stored expression names by constant (`nextval('s')`, `currval`, `setval`,
-/// `'t'::regclass`): from PostgreSQL 18 the server locks each in ACCESS SHARE when it
-/// records the expression's dependencies (seen for a column default, `CREATE TABLE` and
-/// `ADD COLUMN`). Statements that store none have nothing here.
-pub(crate) fn stored_references(node: &NodeEnum, context: &Context<'_>, b: &mut Builder) {
-    if !since(context, 180_000) {
-        return;
-    }
+/// `'t'::regclass`): PostgreSQL 18, and 15 from a minor release (seen on 15.20, not on
+/// 15.18 or 14.23), locks each in ACCESS SHARE when it records the expression's
+/// dependencies (seen for a column default, `SET DEFAULT`, `CREATE TABLE` and
+/// `ADD COLUMN`). Minor releases can bring it, so it is stated on every version.
+/// Statements that store none have nothing here.
+pub(crate) fn stored_references(node: &NodeEnum, b: &mut Builder) {
     for (text, kind) in named_by_constant(node) {
         let parts: Vec<String> = text.split('.').map(str::to_owned).collect();
         if let Some(relation) = qualified_from_parts(&parts, 0) {
@@ -210,6 +209,16 @@ pub(crate) fn row_type_casts(node: &NodeEnum, context: &Context<'_>, b: &mut Bui
 /// evaluates for every row (a rewrite's volatile default, `USING`): locked as a data
 /// statement locks them ([`sequence_calls`]).
 pub(crate) fn evaluated_sequence_calls(node: &NodeEnum, b: &mut Builder) {
+    // `SET DEFAULT` only stores its expression: nothing is evaluated.
+    if let NodeEnum::AlterTableStmt(stmt) = node {
+        let stores_only = stmt.cmds.iter().all(|cmd| {
+            matches!(&cmd.node, Some(NodeEnum::AlterTableCmd(cmd))
+                if cmd.subtype == pgshift_sql::ast::AlterTableType::AtColumnDefault as i32)
+        });
+        if stores_only {
+            return;
+        }
+    }
     for root in super::expr::stored_expressions(node) {
         super::expr::walk(root, &mut |inner| {
             if let NodeEnum::FuncCall(call) = inner {
