@@ -22,8 +22,8 @@
 -- After each partition's INSERT (skipped or not) the seed prints one progress row:
 --     progress | partitions_done | partitions_total | partition | events
 -- with progress = 'seeded' and events the rows now in that partition.  Its last query
--- prints (partition, events) for every partition.  pgshift-bench runs this file with
--- `psql -X -q -A -t -F '|'` and reads both from psql's output.
+-- prints (partition, events) for every partition.  pgshift-workload runs this file
+-- with `psql -X -q -A -t -F '|'` and reads both from psql's output.
 
 \set ON_ERROR_STOP 1
 \if :{?rows_per_partition}

@@ -1,80 +1,21 @@
-//! The relay workload, as a harness for pgshift's benchmarks and end-to-end
-//! tests: load it, put a paced write and read load on it, keep a ledger of
-//! every write the server acknowledged, and prove afterwards that none was
-//! lost.
+//! pgshift's benchmark harness: the side-by-side comparisons of
+//! `BENCHMARKS.md` ([`bench`](mod@bench), run by the `pgshift-bench` binary)
+//! and a keyset reader for a standby ([`standby_reader`]).
+//!
+//! The relay workload it puts under load (schema, load generator, ledger,
+//! lost-write oracle, statistics, charts) is `pgshift-workload`, which
+//! `pgshift demo` uses as well; this crate is the part only the benchmark
+//! needs, and the product does not link it.
 //!
 //! # Brief overview
 //!
-//! * [`schema`] loads `workloads/relay/schema.sql` and seeds it
-//!   (`seed.sql`, server-side, `rows_per_partition` per partition). Both
-//!   scripts are built into the library and run by the `psql` program that
-//!   comes with the server ([`schema::Psql`]).
-//! * [`load`] runs writers (inserts, soft deletes, hard deletes, optionally
-//!   stale inserts and exact replays; some as
-//!   `session_replication_role = replica`) at a fixed total rate, and keyset
-//!   readers. Latencies go into per-second HdrHistograms ([`timeline`]).
-//! * [`ledger`] records every write with what the client saw: acknowledged
-//!   (committed, expected row count), skipped, refused (with SQLSTATE), or
-//!   unknown (connection lost during COMMIT).
-//! * [`oracle`] compares a ledger with a table (by name, or a specific
-//!   relation such as `pgshift.shadow_x`) on the server and reports lost,
-//!   resurrected, wrong-content, phantom and duplicated rows.
-//!
+//! * [`bench`](mod@bench) runs the scenarios P1–P8 on a throwaway cluster and
+//!   writes versioned JSON, SVG charts and a markdown section.
 //! * [`standby_reader`] reads a table in `(created_at, id)` pages behind a fence,
 //!   on a standby through a copy-and-swap run, and checks every pass for skipped
 //!   and repeated rows and cancelled queries.
-//!
-//! The load only ever connects with the connection string it is given.
-//!
-//! # Example
-//!
-//! ```no_run
-//! use std::time::Duration;
-//! use pgshift_bench::schema::{self, Psql};
-//! use pgshift_bench::{load, oracle, TableRef};
-//!
-//! # async fn run(conninfo: &str) -> Result<(), Box<dyn std::error::Error>> {
-//! let psql = Psql::new("psql", conninfo);
-//! schema::load_schema(&psql, Duration::from_secs(60)).await?;
-//! schema::seed(&psql, 1000, Duration::from_secs(300)).await?;
-//!
-//! let (mut client, connection) = tokio_postgres::connect(conninfo, tokio_postgres::NoTls).await?;
-//! tokio::spawn(connection);
-//!
-//! let config = load::LoadConfig::new(conninfo, Duration::from_secs(10));
-//! let report = load::start(config).await?.wait().await;
-//! let verdict = oracle::check(
-//!     &mut client,
-//!     &report.ledger,
-//!     &TableRef::events(),
-//!     &oracle::OracleOptions::DEFAULT,
-//! )
-//! .await?;
-//! assert!(verdict.is_clean(), "{verdict:?}");
-//! # Ok(()) }
-//! ```
 
 #![deny(missing_docs)]
 
 pub mod bench;
-pub mod chart;
-pub mod content;
-mod errlog;
-mod error;
-pub mod event;
-pub mod key;
-pub mod ledger;
-pub mod load;
-pub mod oracle;
-pub mod pacing;
-mod psql;
-mod rng;
-pub mod schema;
 pub mod standby_reader;
-pub mod stats;
-mod table;
-pub mod timeline;
-
-pub use errlog::{ErrorLog, ErrorSample};
-pub use error::{Error, Result};
-pub use table::TableRef;

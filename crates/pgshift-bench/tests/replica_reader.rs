@@ -12,9 +12,9 @@ use std::time::{Duration, SystemTime};
 use pgshift::cas::{self, CasError, CutoverBudgets, Mode, RunOptions, ThrottleLimits};
 use pgshift::connect::ConnectionSpec;
 use pgshift_bench::standby_reader::{self, ReaderConfig, ReaderLog, StandbyReader};
-use pgshift_bench::TableRef;
 use pgshift_embedded::{shared_cluster, Cluster};
 use pgshift_sql::QualifiedName;
+use pgshift_workload::TableRef;
 
 const ROWS: i64 = 20_000;
 /// Seed rows are stamped from here on, a millisecond per three rows (ties on

@@ -30,11 +30,11 @@ use common::pgshift;
 use common::relay::{
     apply_natively, events_triggers, partitions, schema_database, triggers, DIR, NEWEST,
 };
-use pgshift_bench::load::{self, LoadConfig, LoadReport};
-use pgshift_bench::oracle::{self, OracleOptions};
-use pgshift_bench::pacing::Pace;
-use pgshift_bench::{schema, stats, TableRef};
 use pgshift_embedded::{shared_cluster, Cluster};
+use pgshift_workload::load::{self, LoadConfig, LoadReport};
+use pgshift_workload::oracle::{self, OracleOptions};
+use pgshift_workload::pacing::Pace;
+use pgshift_workload::{schema, stats, TableRef};
 use serde_json::Value;
 
 /// The files whose explicit block must stay one transaction (data changes with schema

@@ -12,11 +12,11 @@ mod common;
 use std::time::Duration;
 
 use common::pgshift;
-use pgshift_bench::load::{self, LoadConfig, OpMix};
-use pgshift_bench::oracle::{self, OracleOptions};
-use pgshift_bench::pacing::Pace;
-use pgshift_bench::{schema, TableRef};
 use pgshift_embedded::shared_cluster;
+use pgshift_workload::load::{self, LoadConfig, OpMix};
+use pgshift_workload::oracle::{self, OracleOptions};
+use pgshift_workload::pacing::Pace;
+use pgshift_workload::{schema, TableRef};
 
 const MIGRATION: &str = "\
 ALTER TABLE events
@@ -138,8 +138,8 @@ async fn the_relay_events_table_is_rewritten_online_under_its_real_workload() {
             !e.replica_role
                 && matches!(
                     e.op,
-                    pgshift_bench::ledger::WriteOp::Insert
-                        | pgshift_bench::ledger::WriteOp::StaleInsert
+                    pgshift_workload::ledger::WriteOp::Insert
+                        | pgshift_workload::ledger::WriteOp::StaleInsert
                 )
         })
         .count() as i64;

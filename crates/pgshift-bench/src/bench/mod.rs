@@ -554,8 +554,8 @@ fn p4(bench: &Bench, p3: &results::P3) -> P4 {
         around_p99_ms: relay
             .around_cutover
             .as_ref()
-            .map_or(0.0, |w| crate::stats::ms(w.p99_us)),
-        before_p99_ms: crate::stats::ms(relay.before.p99_us),
+            .map_or(0.0, |w| pgshift_workload::stats::ms(w.p99_us)),
+        before_p99_ms: pgshift_workload::stats::ms(relay.before.p99_us),
     }
 }
 
@@ -572,7 +572,7 @@ pub fn write_outputs(out: &Path, results: &BenchResults) -> BenchResult<()> {
 /// Draws every chart of `results` into `out` (from the series kept in the
 /// JSON, so `render` can draw them again).
 pub fn draw_charts(out: &Path, results: &BenchResults) -> BenchResult<()> {
-    use crate::chart::{
+    use pgshift_workload::chart::{
         write_backlog_chart, write_lag_chart, write_latency_chart_with_throttle, BacklogLine,
     };
     let mut runs = Vec::new();
@@ -637,11 +637,11 @@ pub fn draw_charts(out: &Path, results: &BenchResults) -> BenchResult<()> {
 }
 
 /// The throttle's spans of `run`, as the chart shades them.
-fn throttle_marks(run: &results::RelayRun) -> Vec<crate::chart::ThrottleMark> {
+fn throttle_marks(run: &results::RelayRun) -> Vec<pgshift_workload::chart::ThrottleMark> {
     run.throttle.as_ref().map_or_else(Vec::new, |t| {
         t.spans
             .iter()
-            .map(|span| crate::chart::ThrottleMark {
+            .map(|span| pgshift_workload::chart::ThrottleMark {
                 label: format!("{}: {}", span_word(&span.pace), span.signal),
                 paused: span.pace == "paused",
                 start_s: span.start_s,

@@ -9,6 +9,14 @@ use std::time::{Duration, Instant};
 use pgshift::cas::{self, CasProgress, Phase, RunOptions, ThrottleLimits};
 use pgshift::connect::ConnectionSpec;
 use pgshift_sql::QualifiedName;
+use pgshift_workload::chart::PhaseMark;
+use pgshift_workload::load::{self, LoadConfig, LoadReport};
+use pgshift_workload::oracle::{self, OracleOptions};
+use pgshift_workload::pacing::Pace;
+use pgshift_workload::stats::{
+    ledger_window, longest_write, slope, steady_state, write_series, writes_waiting_longer,
+};
+use pgshift_workload::{schema, TableRef};
 use tokio_postgres::Client;
 
 use super::engine::engine_run_of;
@@ -18,14 +26,6 @@ use super::results::{
 };
 use super::sampler::{Probe, Sampler};
 use super::{connect, pause, scalar_i64, Bench, BenchError, BenchResult, Context};
-use crate::chart::PhaseMark;
-use crate::load::{self, LoadConfig, LoadReport};
-use crate::oracle::{self, OracleOptions};
-use crate::pacing::Pace;
-use crate::stats::{
-    ledger_window, longest_write, slope, steady_state, write_series, writes_waiting_longer,
-};
-use crate::{schema, TableRef};
 
 /// Relay migration 0008: `kind` becomes bigint, which needs the stored
 /// generated `search_tsv` (it reads `kind`) dropped and added again with the
@@ -370,7 +370,7 @@ fn median_run(
         }
     }
     let ratios: Vec<f64> = done.iter().map(p99_ratio).collect();
-    let run = crate::stats::upper_median_index(&ratios).map(|i| done.swap_remove(i));
+    let run = pgshift_workload::stats::upper_median_index(&ratios).map(|i| done.swap_remove(i));
     (run, ratios)
 }
 

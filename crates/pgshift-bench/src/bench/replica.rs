@@ -10,6 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use pgshift::cas::ThrottleLimits;
 use pgshift_embedded::Cluster;
+use pgshift_workload::TableRef;
 use tokio_postgres::Client;
 
 use super::relay::{self, Change, Plan, NO_LIMITS, P8_WRITERS};
@@ -17,7 +18,6 @@ use super::results::{LagSample, ReaderFigures, ReplicaRun, StandbyConflicts, Sta
 use super::sampler::{Probe, Sampler};
 use super::{connect, Bench, BenchError, BenchResult, Context};
 use crate::standby_reader::{self, ReaderConfig, ReaderLog, ReaderVerdict, StandbyReader};
-use crate::TableRef;
 
 /// P8's copies of the seeded relay database: the default throttle's and the
 /// unthrottled run's.

@@ -94,7 +94,7 @@ fn sample(samples: &mut Vec<String>, pass: usize, what: &str, key: &RowKey) {
         samples.push(format!(
             "pass {pass}: {what}: created_at {} us, id {}",
             key.created_at_us,
-            crate::key::hex(&key.id)
+            pgshift_workload::key::hex(&key.id)
         ));
     }
 }

@@ -24,15 +24,14 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
+use pgshift_workload::key::unix_us;
+use pgshift_workload::TableRef;
 use serde::Serialize;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, NoTls, Statement};
 
 pub use check::{check, ReaderVerdict};
 use raw::RawValue;
-
-use crate::key::unix_us;
-use crate::table::TableRef;
 
 /// What to read, where, and how fast.
 #[derive(Clone, Debug)]

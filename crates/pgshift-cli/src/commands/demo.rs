@@ -9,14 +9,14 @@ use std::time::{Duration, Instant};
 
 use pgshift::cas::{self, CasProgress, Phase, Request, RunReport};
 use pgshift::connect::ConnectionSpec;
-use pgshift_bench::chart::{self, PhaseMark};
-use pgshift_bench::load::{self, LoadConfig, LoadReport};
-use pgshift_bench::oracle::{self, OracleOptions, OracleReport};
-use pgshift_bench::pacing::Pace;
-use pgshift_bench::stats::{self, WindowStats};
-use pgshift_bench::{schema, TableRef};
 use pgshift_embedded::{Cluster, ClusterOptions};
 use pgshift_sql::QualifiedName;
+use pgshift_workload::chart::{self, PhaseMark};
+use pgshift_workload::load::{self, LoadConfig, LoadReport};
+use pgshift_workload::oracle::{self, OracleOptions, OracleReport};
+use pgshift_workload::pacing::Pace;
+use pgshift_workload::stats::{self, WindowStats};
+use pgshift_workload::{schema, TableRef};
 use serde::Serialize;
 
 use crate::cli::DemoArgs;

@@ -7,7 +7,7 @@ use pgshift::connect::{connect, ConnectionSpec, SessionBudgets};
 use pgshift::lint::lint;
 use pgshift::plan::PlanInput;
 use pgshift::script::{analyze, transaction_mode_for, Knowledge, TransactionMode};
-use pgshift_bench::schema::SCHEMA_SQL;
+use pgshift_workload::schema::SCHEMA_SQL;
 
 use super::plan::plan_report;
 use crate::render;

@@ -3,7 +3,7 @@
 //! `pgshift apply` while writers insert and update rows of the rewritten table, and
 //! an acknowledged-write check afterwards.
 //!
-//! pgshift-bench's load generator and lost-write oracle are built for the relay's
+//! pgshift-workload's load generator and lost-write oracle are built for the relay's
 //! `events` rows (their content hash is of those columns), so the writers and the
 //! check here are table-generic instead: every write carries a number (`payload`) that
 //! the project's own SQL stores in a column of the table, the writer keeps, for every

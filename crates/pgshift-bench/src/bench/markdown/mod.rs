@@ -8,8 +8,9 @@ mod p1;
 mod p8;
 mod throttle;
 
+use pgshift_workload::stats::{ms, WindowStats};
+
 use super::results::{BenchResults, EngineRun, RelayRun, TargetResult};
-use crate::stats::{ms, WindowStats};
 
 /// Renders the section. Charts are linked as `{chart_prefix}{file}` (for
 /// example `docs/bench/` from the repository root, or empty beside the JSON).

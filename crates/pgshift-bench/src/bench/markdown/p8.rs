@@ -119,7 +119,7 @@ fn lost(run: &ReplicaRun) -> String {
 /// Bytes of WAL behind: `0 B`, `12 KiB`, `3.4 MiB`.
 fn lag_bytes(bytes: Option<i64>) -> String {
     bytes.map_or("not measured".to_owned(), |b| {
-        crate::chart::format_bytes(b as f64)
+        pgshift_workload::chart::format_bytes(b as f64)
     })
 }
 

@@ -1,10 +1,10 @@
 //! The figures of the scenarios under the relay load: P3, P4 and P7.
 
+use pgshift_workload::chart::PhaseMark;
+use pgshift_workload::stats::{SecondPoint, SteadyState, WindowStats};
 use serde::{Deserialize, Serialize};
 
 use super::{EngineRun, ThrottleFigures};
-use crate::chart::PhaseMark;
-use crate::stats::{SecondPoint, SteadyState, WindowStats};
 
 /// Counts of a load run's writes.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -1,9 +1,10 @@
 //! A complete result with plausible figures, for the tests of the results and
 //! of their rendering.
 
+use pgshift_workload::chart::PhaseMark;
+use pgshift_workload::stats::{SteadyState, WindowStats};
+
 use super::*;
-use crate::chart::PhaseMark;
-use crate::stats::{SteadyState, WindowStats};
 
 pub(crate) fn window(first: u64, end: u64, p99_us: u64) -> WindowStats {
     WindowStats {

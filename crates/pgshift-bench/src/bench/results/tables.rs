@@ -77,7 +77,7 @@ impl PairRound {
     /// two in the middle); `None` without rounds.
     pub fn median(rounds: &[PairRound]) -> Option<&PairRound> {
         let ratios: Vec<f64> = rounds.iter().map(|r| r.ratio).collect();
-        crate::stats::upper_median_index(&ratios).map(|i| &rounds[i])
+        pgshift_workload::stats::upper_median_index(&ratios).map(|i| &rounds[i])
     }
 }
 

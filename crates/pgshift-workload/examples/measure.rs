@@ -7,22 +7,22 @@
 //!    from the client with their content hashes).
 //!
 //! ```sh
-//! cargo run --release -p pgshift-bench --example measure -- \
+//! cargo run --release -p pgshift-workload --example measure -- \
 //!     [seconds=20] [seed_rows_per_partition=10000] [ledger=300000]
 //! ```
 
 use std::error::Error;
 use std::time::{Duration, Instant, SystemTime};
 
-use pgshift_bench::content::EventContent;
-use pgshift_bench::key::{unix_us, EventKey, PgUuid};
-use pgshift_bench::ledger::{Ledger, LedgerEntry, Outcome, RowState, WriteOp};
-use pgshift_bench::load::{self, LoadConfig, LoadReport};
-use pgshift_bench::oracle::{self, OracleOptions};
-use pgshift_bench::pacing::Pace;
-use pgshift_bench::timeline::OpKind;
-use pgshift_bench::{schema, TableRef};
 use pgshift_embedded::{Cluster, ClusterOptions};
+use pgshift_workload::content::EventContent;
+use pgshift_workload::key::{unix_us, EventKey, PgUuid};
+use pgshift_workload::ledger::{Ledger, LedgerEntry, Outcome, RowState, WriteOp};
+use pgshift_workload::load::{self, LoadConfig, LoadReport};
+use pgshift_workload::oracle::{self, OracleOptions};
+use pgshift_workload::pacing::Pace;
+use pgshift_workload::timeline::OpKind;
+use pgshift_workload::{schema, TableRef};
 use tokio_postgres::{Client, NoTls};
 
 type Res<T> = Result<T, Box<dyn Error>>;

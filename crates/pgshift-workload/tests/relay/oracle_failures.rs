@@ -3,11 +3,11 @@
 
 use std::time::Duration;
 
-use pgshift_bench::key::{system_time_from_unix_us, EventKey};
-use pgshift_bench::ledger::{Outcome, RowState, WriteOp};
-use pgshift_bench::load::{self, LoadHandle, LoadReport, OpMix};
-use pgshift_bench::oracle::Actual;
-use pgshift_bench::TableRef;
+use pgshift_workload::key::{system_time_from_unix_us, EventKey};
+use pgshift_workload::ledger::{Outcome, RowState, WriteOp};
+use pgshift_workload::load::{self, LoadHandle, LoadReport, OpMix};
+use pgshift_workload::oracle::Actual;
+use pgshift_workload::TableRef;
 
 use crate::common::{
     bounded, check, config, key_of, relay_db, wait_for_progress, RelayDb, LOAD_ROWS,

@@ -9,8 +9,8 @@
 //! here needs system font libraries.
 //!
 //! ```no_run
-//! # fn run(report: &pgshift_bench::load::LoadReport) -> std::io::Result<()> {
-//! use pgshift_bench::chart::{self, PhaseMark};
+//! # fn run(report: &pgshift_workload::load::LoadReport) -> std::io::Result<()> {
+//! use pgshift_workload::chart::{self, PhaseMark};
 //!
 //! let phases = [PhaseMark::new("copying", 10.0, 42.5), PhaseMark::new("cutover", 42.5, 43.0)];
 //! chart::write_latency_chart(
@@ -477,8 +477,10 @@ mod tests {
     use std::time::Duration;
 
     fn temp_dir(name: &str) -> std::path::PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("pgshift-bench-chart-{name}-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!(
+            "pgshift-workload-chart-{name}-{}",
+            std::process::id()
+        ));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("temp dir");
         dir

@@ -148,7 +148,7 @@ mod tests {
 
     #[test]
     fn a_lag_chart_shades_the_throttle_and_labels_bytes() {
-        let dir = std::env::temp_dir().join(format!("pgshift-bench-lag-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("pgshift-workload-lag-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temp dir");
         let path = dir.join("lag.svg");
         let lines = [BacklogLine {

@@ -4,9 +4,9 @@
 
 use std::time::{Duration, Instant};
 
-use pgshift_bench::schema::{self, Psql, SeedProgress, SeedReport};
-use pgshift_bench::Error;
 use pgshift_embedded::Cluster;
+use pgshift_workload::schema::{self, Psql, SeedProgress, SeedReport};
+use pgshift_workload::Error;
 use tokio_postgres::Client;
 
 use crate::common::connect;

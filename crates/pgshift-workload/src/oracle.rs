@@ -240,7 +240,7 @@ async fn compare(
     transaction
         .batch_execute(&format!(
             "SET LOCAL statement_timeout = '{}ms'; \
-             CREATE TEMP TABLE pgshift_bench_ledger (n int8 PRIMARY KEY, community_id uuid NOT NULL, \
+             CREATE TEMP TABLE pgshift_workload_ledger (n int8 PRIMARY KEY, community_id uuid NOT NULL, \
              created_at timestamptz NOT NULL, id bytea NOT NULL, absent_ok bool NOT NULL, \
              accept bytea[] NOT NULL) ON COMMIT DROP",
             timeout.as_millis()
@@ -265,14 +265,14 @@ async fn compare(
         .map_err(|e| Error::sql("oracle: resolving the table", e))?;
     upload(&transaction, expectations).await?;
     transaction
-        .batch_execute("ANALYZE pg_temp.pgshift_bench_ledger")
+        .batch_execute("ANALYZE pg_temp.pgshift_workload_ledger")
         .await
         .map_err(|e| Error::sql("oracle: ANALYZE of the ledger table", e))?;
     let sql = format!(
         "SELECT s.n, s.copies, s.actual FROM ( \
            SELECT l.n, l.absent_ok, l.accept, count(e.id) AS copies, \
                   (array_agg({hash}) FILTER (WHERE e.id IS NOT NULL))[1] AS actual \
-             FROM pg_temp.pgshift_bench_ledger l \
+             FROM pg_temp.pgshift_workload_ledger l \
              LEFT JOIN {table} e ON e.community_id = l.community_id \
                   AND e.created_at = l.created_at AND e.id = l.id \
             GROUP BY l.n) s \
@@ -305,7 +305,7 @@ async fn upload(
     let step = "oracle: COPY of the ledger";
     let sink = transaction
         .copy_in(
-            "COPY pg_temp.pgshift_bench_ledger (n, community_id, created_at, id, absent_ok, accept) \
+            "COPY pg_temp.pgshift_workload_ledger (n, community_id, created_at, id, absent_ok, accept) \
              FROM STDIN (FORMAT binary)",
         )
         .await

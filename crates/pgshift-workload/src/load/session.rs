@@ -4,7 +4,12 @@
 //! Writers set `relay.created_at_floor` like the relay's own writer pool, and
 //! `session_replication_role = replica` when asked (superuser only). Every
 //! session sets `statement_timeout`. Connections use no TLS: the load is meant
-//! for a local benchmark cluster.
+//! for a local throwaway cluster (the benchmark's, the demo's, a test's).
+//!
+//! Sessions are named `pgshift-bench writer N`, `pgshift-bench reader N` and
+//! `pgshift-bench probe`, from before this crate was split out of the benchmark:
+//! the recorded benchmark runs, `docs/COPY-AND-SWAP.md` and the engine's throttle
+//! tests name the writers so.
 
 use std::future::Future;
 use std::time::{Duration, Instant};

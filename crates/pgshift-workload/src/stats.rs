@@ -1,7 +1,7 @@
-//! Statistics of a load run for the benchmarks: writer latency and throughput
-//! per second and over windows of seconds (before, during, around a cutover),
-//! exact counts of long waits from the ledger, ratios, and the trend of a
-//! sampled series (is a backlog growing?).
+//! Statistics of a load run for the benchmarks and the demo: writer latency
+//! and throughput per second and over windows of seconds (before, during,
+//! around a cutover), exact counts of long waits from the ledger, ratios, and
+//! the trend of a sampled series (is a backlog growing?).
 //!
 //! Everything here is pure: it reads a [`Timeline`] or a [`Ledger`] and
 //! returns plain numbers, so it is unit-tested without a database.

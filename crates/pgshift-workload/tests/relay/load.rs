@@ -4,10 +4,10 @@
 
 use std::time::Duration;
 
-use pgshift_bench::ledger::{Outcome, RowState, WriteOp};
-use pgshift_bench::load::{self, OpMix};
-use pgshift_bench::timeline::OpKind;
-use pgshift_bench::TableRef;
+use pgshift_workload::ledger::{Outcome, RowState, WriteOp};
+use pgshift_workload::load::{self, OpMix};
+use pgshift_workload::timeline::OpKind;
+use pgshift_workload::TableRef;
 
 use crate::common::{bounded, check, config, relay_db, wait_for_progress};
 
@@ -134,8 +134,8 @@ async fn start_refuses_a_missing_table_an_unseeded_schema_and_replica_writers_wi
     let db = cluster.fresh_database("bench_refusals").expect("database");
     let conninfo = cluster.connection_string(&db);
     let client = crate::common::connect(&conninfo).await;
-    let psql = pgshift_bench::schema::Psql::of_cluster(cluster, &db);
-    pgshift_bench::schema::load_schema(&psql, Duration::from_secs(60))
+    let psql = pgshift_workload::schema::Psql::of_cluster(cluster, &db);
+    pgshift_workload::schema::load_schema(&psql, Duration::from_secs(60))
         .await
         .expect("schema loads");
     let short = Duration::from_secs(1);
@@ -144,14 +144,14 @@ async fn start_refuses_a_missing_table_an_unseeded_schema_and_replica_writers_wi
     missing.table = TableRef::new("no such table");
     let err = load::start(missing).await.expect_err("refused");
     assert!(
-        matches!(&err, pgshift_bench::Error::NoSuchRelation { table } if table == "\"no such table\""),
+        matches!(&err, pgshift_workload::Error::NoSuchRelation { table } if table == "\"no such table\""),
         "{err}"
     );
 
     let err = load::start(config(&conninfo, short, 10.0))
         .await
         .expect_err("refused");
-    assert!(matches!(err, pgshift_bench::Error::NoChannels), "{err}");
+    assert!(matches!(err, pgshift_workload::Error::NoChannels), "{err}");
 
     client
         .batch_execute(
@@ -163,7 +163,7 @@ async fn start_refuses_a_missing_table_an_unseeded_schema_and_replica_writers_wi
     replica.replica_writers = 1;
     let err = load::start(replica).await.expect_err("refused");
     assert!(
-        matches!(&err, pgshift_bench::Error::Sql { sqlstate, .. } if sqlstate == "42501"),
+        matches!(&err, pgshift_workload::Error::Sql { sqlstate, .. } if sqlstate == "42501"),
         "{err}"
     );
 }

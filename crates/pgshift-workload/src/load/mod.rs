@@ -11,9 +11,9 @@
 //! the load; a lost connection is made again with bounded backoff.
 //!
 //! ```no_run
-//! # async fn run(conninfo: String) -> Result<(), pgshift_bench::Error> {
+//! # async fn run(conninfo: String) -> Result<(), pgshift_workload::Error> {
 //! use std::time::Duration;
-//! use pgshift_bench::load::{self, LoadConfig};
+//! use pgshift_workload::load::{self, LoadConfig};
 //!
 //! let mut config = LoadConfig::new(conninfo, Duration::from_secs(30));
 //! config.replica_writers = 1;

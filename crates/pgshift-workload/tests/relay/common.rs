@@ -4,11 +4,11 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use pgshift_bench::key::{unix_us, EventKey, PgUuid};
-use pgshift_bench::ledger::Ledger;
-use pgshift_bench::load::{LoadConfig, LoadHandle, Progress};
-use pgshift_bench::oracle::{self, OracleOptions, OracleReport};
-use pgshift_bench::{schema, TableRef};
+use pgshift_workload::key::{unix_us, EventKey, PgUuid};
+use pgshift_workload::ledger::Ledger;
+use pgshift_workload::load::{LoadConfig, LoadHandle, Progress};
+use pgshift_workload::oracle::{self, OracleOptions, OracleReport};
+use pgshift_workload::{schema, TableRef};
 use tokio_postgres::{Client, NoTls, Row};
 
 /// A seeded relay database and a session on it.
@@ -45,7 +45,7 @@ pub async fn relay_db(prefix: &str, rows_per_partition: u32) -> RelayDb {
 /// A load of `duration` at `rate` writes per second, sized for tests.
 pub fn config(conninfo: &str, duration: Duration, rate: f64) -> LoadConfig {
     let mut config = LoadConfig::new(conninfo, duration);
-    config.write_pace = pgshift_bench::pacing::Pace::PerSecond(rate);
+    config.write_pace = pgshift_workload::pacing::Pace::PerSecond(rate);
     config.writers = 2;
     config.readers = 1;
     config.statement_timeout = Duration::from_secs(20);
