@@ -38,6 +38,8 @@
 
 #[path = "lock_truth/corpus.rs"]
 mod corpus;
+#[path = "lock_truth/judge.rs"]
+mod judge;
 #[path = "lock_truth/oracle.rs"]
 mod oracle;
 
@@ -55,6 +57,7 @@ use pgshift_embedded::{Cluster, ClusterOptions};
 use tokio_postgres::{Client, NoTls};
 
 use corpus::Case;
+use judge::{err, judge, locks_of, stated, Cover};
 use oracle::Oracle;
 
 const SCHEMA: &str = include_str!("data/lock_truth/schema.sql");
@@ -64,13 +67,6 @@ const WRITE_ENV: &str = "PGSHIFT_WRITE_LOCK_TRUTH";
 const FILTER_ENV: &str = "PGSHIFT_LOCK_TRUTH_FILTER";
 /// Prints every lock stated stronger than the server took it (with `--nocapture`).
 const STRONGER_ENV: &str = "PGSHIFT_LOCK_TRUTH_STRONGER";
-
-fn err(e: tokio_postgres::Error) -> String {
-    match e.as_db_error() {
-        Some(db) => format!("{} ({})", db.message(), db.code().code()),
-        None => e.to_string(),
-    }
-}
 
 async fn client(conninfo: &str) -> Client {
     let (client, connection) = tokio_postgres::connect(conninfo, NoTls)
@@ -82,26 +78,6 @@ async fn client(conninfo: &str) -> Client {
         .await
         .expect("statement_timeout");
     client
-}
-
-/// How one observed lock is covered.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Cover {
-    /// By a lock on it, on a table recursing to it, or on the table owning it.
-    Named,
-    /// By a lock stated by role.
-    Role(Role),
-    /// Not covered: the strongest stated mode on it (if any).
-    Weaker(Option<LockMode>),
-}
-
-/// A lock the classifier states on a relation, resolved in the test database.
-struct Stated {
-    oid: u32,
-    mode: LockMode,
-    recurses: bool,
-    partition_mode: LockMode,
-    index_mode: LockMode,
 }
 
 /// One uncovered lock, for the failure message.
@@ -126,104 +102,6 @@ struct Tally {
     offline_by_role: usize,
     offline_weaker: usize,
     live_stronger: usize,
-}
-
-fn stated(classification: &Classification, oracle: &Oracle) -> Vec<Stated> {
-    classification
-        .locks
-        .iter()
-        .filter_map(|lock| {
-            let oid = oracle.resolve(&lock.relation)?;
-            Some(Stated {
-                oid,
-                mode: lock.mode,
-                recurses: lock.recurses,
-                partition_mode: lock.partition_mode.unwrap_or(lock.mode),
-                index_mode: lock.index_mode.unwrap_or(lock.mode).max(lock.mode),
-            })
-        })
-        .collect()
-}
-
-/// Whether a lock on `oid` in `mode` is covered by a stated lock on `root` (in `own`
-/// mode on it, `covered` on what it owns) or, recursing, on its descendants.
-fn covers(oracle: &Oracle, s: &Stated, oid: u32, mode: LockMode) -> bool {
-    if s.oid == oid {
-        return s.mode >= mode;
-    }
-    if oracle.covered(s.oid).contains(&oid) && s.index_mode >= mode {
-        return true;
-    }
-    if s.recurses {
-        for d in oracle.descendants(s.oid) {
-            let partition_index_mode = s.partition_mode.max(s.index_mode);
-            if d == oid && s.partition_mode >= mode
-                || oracle.covered(d).contains(&oid) && partition_index_mode >= mode
-            {
-                return true;
-            }
-        }
-    }
-    false
-}
-
-async fn judge(
-    b: &Client,
-    oracle: &mut Oracle,
-    classification: &Classification,
-    oid: u32,
-    mode: LockMode,
-) -> Result<Cover, String> {
-    let stated = stated(classification, oracle);
-    if stated.iter().any(|s| covers(oracle, s, oid, mode)) {
-        return Ok(Cover::Named);
-    }
-    for lock in &classification.related_locks {
-        if lock.mode < mode {
-            continue;
-        }
-        let members = oracle
-            .members(b, lock.related_to.role, &lock.related_to.of)
-            .await?;
-        for member in members {
-            let s = Stated {
-                oid: member,
-                mode: lock.mode,
-                recurses: lock.recurses,
-                partition_mode: lock.mode,
-                index_mode: lock.mode,
-            };
-            if covers(oracle, &s, oid, mode) {
-                return Ok(Cover::Role(lock.related_to.role));
-            }
-        }
-    }
-    Ok(Cover::Weaker(
-        stated.iter().filter(|s| s.oid == oid).map(|s| s.mode).max(),
-    ))
-}
-
-/// A's granted relation locks in this database, strongest mode per relation.
-async fn locks_of(b: &Client, pid: i32) -> Result<BTreeMap<u32, LockMode>, String> {
-    let rows = b
-        .query(
-            "SELECT l.relation, l.mode FROM pg_locks l \
-              WHERE l.pid = $1 AND l.locktype = 'relation' AND l.granted \
-                AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())",
-            &[&pid],
-        )
-        .await
-        .map_err(err)?;
-    let mut locks = BTreeMap::new();
-    for row in rows {
-        let oid: u32 = row.get(0);
-        let mode: String = row.get(1);
-        if let Some(mode) = LockMode::from_pg_locks_name(&mode) {
-            let entry = locks.entry(oid).or_insert(mode);
-            *entry = (*entry).max(mode);
-        }
-    }
-    Ok(locks)
 }
 
 /// Runs `case` in A inside a transaction block; the locks it holds, or the server's

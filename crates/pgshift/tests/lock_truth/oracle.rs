@@ -46,12 +46,14 @@ pub struct Oracle {
     covered: HashMap<u32, Vec<u32>>,
     owned_sequences: HashMap<u32, Vec<u32>>,
     members: HashMap<(Role, ObjectRef), BTreeSet<u32>>,
+    /// The schemas an unqualified name is looked up in, in order.
+    pub search_path: Vec<String>,
 }
 
 /// PostgreSQL's `FirstNormalObjectId`: OIDs below it belong to the system.
 const FIRST_NORMAL_OBJECT_ID: u32 = 16384;
 
-/// The search path the test database's users have.
+/// The search path the corpus database's users have.
 const SEARCH_PATH: [&str; 3] = ["pg_catalog", "shop", "public"];
 
 fn err(e: tokio_postgres::Error) -> String {
@@ -147,14 +149,23 @@ impl Oracle {
             covered,
             owned_sequences,
             members: HashMap::new(),
+            search_path: SEARCH_PATH.iter().map(|s| (*s).to_owned()).collect(),
         })
     }
 
     /// The OID a relation name denotes for the test's users.
     pub fn resolve(&self, name: &QualifiedName) -> Option<u32> {
         let schemas: Vec<&str> = match &name.schema {
+            // `pg_temp` is the session's own temporary schema.
+            Some(schema) if schema == "pg_temp" => self
+                .search_path
+                .iter()
+                .map(String::as_str)
+                .filter(|s| s.starts_with("pg_temp_"))
+                .take(1)
+                .collect(),
             Some(schema) => vec![schema.as_str()],
-            None => SEARCH_PATH.to_vec(),
+            None => self.search_path.iter().map(String::as_str).collect(),
         };
         schemas.iter().find_map(|schema| {
             self.rels
