@@ -334,7 +334,7 @@ impl Role {
             Role::SchemaRelations => format!("every relation in {of}"),
             Role::StatisticsTable => format!("the table of {of}"),
             Role::UnknownDependents => {
-                format!("unknown relations reached through {of} (its dependents, or what its triggers' functions lock)")
+                format!("unknown relations reached through {of} (its dependents, what its triggers' functions lock, or what a statement pgshift does not classify does)")
             }
             Role::FunctionBodies => {
                 format!("the relations the body of {of} locks")

@@ -209,6 +209,20 @@ pub(crate) fn classify(node: &NodeEnum, context: &Context<'_>, b: &mut Builder) 
         other => {
             b.statement("unclassified");
             b.operation(OperationKind::Unclassified, None, None, WorkClass::Opaque);
+            // Its locks are not known: stated as the open-ended bound (`DROP OWNED`,
+            // `REASSIGN OWNED` and `ALTER TABLE ALL IN TABLESPACE` take ACCESS EXCLUSIVE
+            // on every relation they reach).
+            b.related(
+                context,
+                crate::lock::Role::UnknownDependents,
+                crate::lock::ObjectRef {
+                    class: crate::lock::ObjectClass::Other,
+                    name: QualifiedName::bare(statement_name(other)),
+                },
+                ObjectKind::Table,
+                LockMode::AccessExclusive,
+                true,
+            );
             b.refuse(
                 RefusalCause::UnclassifiedStatement,
                 format!(

@@ -759,6 +759,25 @@ fn issue_33() -> Vec<Case> {
     ] {
         cases.push(case("sql-function", sql));
     }
+    cases.push(case(
+        "attach-partition",
+        "ALTER TABLE ledger_ref ATTACH PARTITION ledger_ref_1 FOR VALUES FROM (0) TO (100)",
+    ));
+    for sql in [
+        "ALTER INDEX doc_tags_gin SET (fastupdate = off)",
+        "ALTER INDEX doc_tags_gin RESET (gin_pending_list_limit)",
+        "ALTER INDEX doc_tags_gin SET (fillfactor = 80)",
+        "ALTER INDEX item_pkey SET (deduplicate_items = off)",
+    ] {
+        cases.push(case("alter-index", sql));
+    }
+    for sql in [
+        "DROP OWNED BY lt_owner",
+        "REASSIGN OWNED BY lt_owner TO lt_reader",
+        "ALTER TABLE ALL IN TABLESPACE pg_default OWNED BY lt_owner SET TABLESPACE pg_default",
+    ] {
+        cases.push(case("unclassified", sql));
+    }
     for sql in [
         "ALTER TABLE pair ALTER COLUMN b TYPE varchar",
         "ALTER TABLE pair ALTER COLUMN a TYPE bigint",

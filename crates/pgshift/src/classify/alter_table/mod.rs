@@ -671,6 +671,23 @@ fn alter_index(
                 .detail = Some("SET TABLESPACE copies the index".to_owned());
             }
             AlterTableType::AtSetRelOptions | AlterTableType::AtResetRelOptions => {
+                // Only these index options are changed under SHARE UPDATE EXCLUSIVE
+                // (seen on 15 and 18 for B-tree, GIN, GiST, BRIN, hash and SP-GiST);
+                // `fastupdate`, `gin_pending_list_limit`, `buffering`,
+                // `pages_per_range` and `autosummarize` take ACCESS EXCLUSIVE.
+                let light = cmd
+                    .def
+                    .as_deref()
+                    .map(crate::classify::names::list_items)
+                    .unwrap_or_default()
+                    .iter()
+                    .all(|node| {
+                        matches!(&node.node, Some(NodeEnum::DefElem(def))
+                            if matches!(def.defname.as_str(), "fillfactor" | "deduplicate_items"))
+                    });
+                if !light {
+                    mode = mode.max(LockMode::AccessExclusive);
+                }
                 b.operation(
                     OperationKind::AlterIndex,
                     Some(index),

@@ -162,6 +162,19 @@ CREATE INDEX pair_user_row_idx ON pair_user ((((x, y)::pair).a));
 CREATE TABLE pair_stats (x int, y text);
 CREATE STATISTICS pair_stats_row ON ((x, y)::pair), x FROM pair_stats;
 
+-- A GIN index, whose options other than fillfactor take ACCESS EXCLUSIVE.
+CREATE TABLE doc (id int, tags int[]);
+CREATE INDEX doc_tags_gin ON doc USING gin (tags);
+-- A partitioned table referencing the partitioned ledger, and a table ready to attach
+-- to it with its own matching key (merged: the key's triggers on ledger's partitions go).
+CREATE TABLE ledger_ref (id int, ledger_id int, ledger_at date,
+    FOREIGN KEY (ledger_id, ledger_at) REFERENCES ledger (id, at)) PARTITION BY RANGE (id);
+CREATE TABLE ledger_ref_1 (id int, ledger_id int, ledger_at date,
+    FOREIGN KEY (ledger_id, ledger_at) REFERENCES ledger (id, at));
+-- A table a role other than the test's owns, for DROP OWNED and REASSIGN OWNED.
+CREATE TABLE owned_elsewhere (id int);
+ALTER TABLE owned_elsewhere OWNER TO lt_owner;
+
 -- A few rows, so foreign-key checks, cascades and rules have work to do.
 INSERT INTO vendor (id, name, rating, score) VALUES (1, 'acme', 5, 1), (2, 'bolt', 3, 2);
 INSERT INTO item (id, vendor_id, sku, amount, feel, score) VALUES (1, 1, 'a-1', 3, 'calm', 1), (2, 2, 'b-2', 1, 'busy', 2);
