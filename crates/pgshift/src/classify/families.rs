@@ -17,7 +17,8 @@ fn relation(name: &QualifiedName) -> ObjectRef {
 
 /// `DROP TABLE/VIEW/MATERIALIZED VIEW/SEQUENCE`: what is dropped with it (its
 /// foreign keys lock their other tables, its partitions go too), the partitioned
-/// parent (its partition bounds change), and with CASCADE every dependent.
+/// parent (its partition bounds change) and the parent's default partition, and with
+/// CASCADE every dependent.
 pub(crate) fn drop_relation(
     b: &mut Builder,
     context: &Context<'_>,
@@ -32,14 +33,34 @@ pub(crate) fn drop_relation(
         AccessExclusive,
         true,
     );
+    // A partition's parent, and the parent's default partition, whose implied bound
+    // changes: named with live facts of both; otherwise the parent is stated with its
+    // partitions (a bound that covers the default one).
+    let live = context.facts.is_some_and(|f| !f.is_declared());
+    let dropped = context.relation(name).filter(|_| live);
+    let (known, default) = match dropped {
+        Some(d) => match &d.parent {
+            None => (true, None),
+            Some(parent) => match context.relation(parent) {
+                Some(p) => (true, p.default_partition().map(|x| x.name.clone())),
+                None => (false, None),
+            },
+        },
+        None => (false, None),
+    };
     b.related(
         context,
         Role::Parent,
         relation(name),
         ObjectKind::Table,
         AccessExclusive,
-        false,
+        !known,
     );
+    if let Some(default) = default {
+        if dropped.is_none_or(|d| d.name != default) {
+            b.lock(&default, ObjectKind::Table, AccessExclusive, false);
+        }
+    }
     if cascade {
         b.related(
             context,

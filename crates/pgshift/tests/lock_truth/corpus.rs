@@ -764,6 +764,14 @@ fn issue_33() -> Vec<Case> {
         "ALTER TABLE ledger_ref ATTACH PARTITION ledger_ref_1 FOR VALUES FROM (0) TO (100)",
     ));
     for sql in [
+        "DROP TABLE zone_1",
+        "DROP TABLE zone_2",
+        "DROP TABLE zone_rest_low",
+        "DROP TABLE zone_1, zone_2",
+    ] {
+        cases.push(case("drop-table", sql));
+    }
+    for sql in [
         "ALTER INDEX doc_tags_gin SET (fastupdate = off)",
         "ALTER INDEX doc_tags_gin RESET (gin_pending_list_limit)",
         "ALTER INDEX doc_tags_gin SET (fillfactor = 80)",

@@ -175,6 +175,16 @@ CREATE TABLE ledger_ref_1 (id int, ledger_id int, ledger_at date,
 CREATE TABLE owned_elsewhere (id int);
 ALTER TABLE owned_elsewhere OWNER TO lt_owner;
 
+-- A list-partitioned table whose default partition is itself partitioned, with a
+-- sub-partitioned partition, and no foreign keys: dropping a partition changes the
+-- default's implied bound (ACCESS EXCLUSIVE on it).
+CREATE TABLE zone (code int NOT NULL, area int) PARTITION BY LIST (code);
+CREATE TABLE zone_1 PARTITION OF zone FOR VALUES IN (1);
+CREATE TABLE zone_2 PARTITION OF zone FOR VALUES IN (2) PARTITION BY LIST (area);
+CREATE TABLE zone_2_a PARTITION OF zone_2 FOR VALUES IN (1);
+CREATE TABLE zone_rest PARTITION OF zone DEFAULT PARTITION BY RANGE (code);
+CREATE TABLE zone_rest_low PARTITION OF zone_rest FOR VALUES FROM (3) TO (10);
+
 -- A few rows, so foreign-key checks, cascades and rules have work to do.
 INSERT INTO vendor (id, name, rating, score) VALUES (1, 'acme', 5, 1), (2, 'bolt', 3, 2);
 INSERT INTO item (id, vendor_id, sku, amount, feel, score) VALUES (1, 1, 'a-1', 3, 'calm', 1), (2, 2, 'b-2', 1, 'busy', 2);
