@@ -92,8 +92,25 @@ pub(crate) fn created(
         class: ObjectClass::Function,
         name,
     };
+    // A parameter's default is stored: a sequence or relation it names by a constant
+    // is read (ACCESS SHARE), as for a column default.
+    let defaults: Vec<&pgshift_sql::ast::Node> = stmt
+        .parameters
+        .iter()
+        .filter_map(|p| match &p.node {
+            Some(NodeEnum::FunctionParameter(param)) => param.defexpr.as_deref(),
+            _ => None,
+        })
+        .collect();
+    for (text, kind) in super::related_families::named_by_constant_in(&defaults) {
+        let parts: Vec<String> = text.split('.').map(str::to_owned).collect();
+        if let Some(relation) = qualified_from_parts(&parts, 0) {
+            b.lock(&relation, kind, LockMode::AccessShare, false);
+        }
+    }
     for body in statements_of(stmt, statement) {
         if let NodeEnum::ReturnStmt(ret) = &body.node {
+            // Analysed like a query: a view it reads is expanded, its bases read too.
             for read in ret
                 .returnval
                 .as_deref()
@@ -101,6 +118,14 @@ pub(crate) fn created(
                 .unwrap_or_default()
             {
                 b.lock(&read, ObjectKind::Table, LockMode::AccessShare, false);
+                b.related(
+                    context,
+                    Role::ViewBaseRelations,
+                    ObjectRef::relation(&read),
+                    ObjectKind::Table,
+                    LockMode::AccessShare,
+                    false,
+                );
             }
             continue;
         }

@@ -231,8 +231,13 @@ pub(crate) fn evaluated_sequence_calls(node: &NodeEnum, b: &mut Builder) {
 /// The relations a statement's stored expressions name by a constant: the sequence of
 /// `nextval('s')`, `currval`, `setval`, and the relation of `'t'::regclass`.
 fn named_by_constant(node: &NodeEnum) -> Vec<(String, ObjectKind)> {
+    named_by_constant_in(&super::expr::stored_expressions(node))
+}
+
+/// The relations `roots` name by a constant (see [`named_by_constant`]).
+pub(crate) fn named_by_constant_in(roots: &[&Node]) -> Vec<(String, ObjectKind)> {
     let mut found = Vec::new();
-    for root in super::expr::stored_expressions(node) {
+    for &root in roots {
         super::expr::walk(root, &mut |inner| match inner {
             NodeEnum::FuncCall(call) => {
                 let name = strings(&call.funcname);

@@ -756,6 +756,8 @@ fn issue_33() -> Vec<Case> {
         "ALTER TABLE loose ADD COLUMN z bigint DEFAULT item_count()",
         "ALTER TABLE loose ADD CONSTRAINT z_check CHECK (item_count() >= 0)",
         "DROP FUNCTION note_it(text)",
+        "CREATE FUNCTION z_f() RETURNS bigint RETURN (SELECT count(*) FROM item_vendor)",
+        "CREATE FUNCTION z_f(x bigint DEFAULT nextval('ticket')) RETURNS bigint LANGUAGE sql AS 'SELECT x'",
     ] {
         cases.push(case("sql-function", sql));
     }
