@@ -161,6 +161,12 @@ pub enum Command {
     /// states, partitions attached later), grouped by table, with what to do.
     #[command(after_help = AUDIT_EXIT_CODES)]
     Audit(AuditArgs),
+    /// Pull the live schema into a new folder of SQL files people review (one per
+    /// table with everything that belongs to it, one per view, function, type,
+    /// sequence and schema, and a manifest in dependency order), proven first on a
+    /// throwaway cluster of the server's major version to rebuild the schema exactly.
+    #[command(after_help = PULL_EXIT_CODES)]
+    Pull(PullArgs),
 }
 
 impl Command {
@@ -713,6 +719,30 @@ Exit codes:
   1  the command line or the connection could not be used, or the catalog could
      not be read
   2  some finding lets a write bypass a trigger";
+
+const PULL_EXIT_CODES: &str = "\
+Exit codes:
+  0  the files were written, and rebuild the live schema exactly
+  1  the command line or the connection could not be used, or reading the schema,
+     running the throwaway cluster or writing the files failed
+  2  refused, nothing written: the folder is not empty, the schema holds an object
+     kind desired state does not cover, or the files would not rebuild it exactly";
+
+/// `pgshift pull`.
+#[derive(Debug, clap::Args)]
+pub struct PullArgs {
+    /// libpq connection URL or key=value string. Without it (or PGSHIFT_URL),
+    /// DATABASE_URL; without that, the PG* variables. PG* variables fill in what a
+    /// URL leaves out.
+    #[arg(long, env = "PGSHIFT_URL", value_name = "URL", hide_env_values = true)]
+    pub url: Option<String>,
+    /// The folder to write: it must not exist, or be empty (pull never overwrites).
+    #[arg(long, value_name = "DIR")]
+    pub out: std::path::PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
 
 /// `pgshift audit`.
 #[derive(Debug, clap::Args)]

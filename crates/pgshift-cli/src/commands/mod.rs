@@ -12,6 +12,7 @@ mod lint;
 mod lint_trace;
 mod migrate;
 pub(crate) mod plan;
+mod pull;
 mod runs;
 mod shell;
 
@@ -39,6 +40,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Completions(args) => shell::completions(&args),
         Command::Man => shell::man(),
         Command::Audit(args) => audit::run(&args),
+        Command::Pull(args) => pull::run(&args),
     };
     ExitCode::from(code)
 }

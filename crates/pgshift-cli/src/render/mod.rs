@@ -14,6 +14,7 @@ mod migrate;
 pub mod output_flags;
 mod plan;
 mod progress;
+mod pull;
 mod sarif;
 pub mod style;
 mod trace;
@@ -29,6 +30,7 @@ pub use github::github;
 pub use migrate::migrate;
 pub use plan::plan;
 pub use progress::ProgressDisplay;
+pub use pull::pull;
 pub use sarif::sarif;
 pub use trace::trace_section;
 

@@ -50,7 +50,7 @@ pub(crate) struct Entry {
 /// From which server the directory does not run natively, in which file and how.
 #[derive(Deserialize)]
 pub(crate) struct NativeFailure {
-    from_major: u32,
+    pub(crate) from_major: u32,
     file: String,
     error: String,
     note: String,

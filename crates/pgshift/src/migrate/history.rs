@@ -121,6 +121,8 @@ pub async fn lock(client: &Client) -> Result<(), MigrateError> {
                 AND l.objsubid OPERATOR(pg_catalog.=) 1 \
                 AND ((l.classid::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.|) l.objid::pg_catalog.int8) \
                     OPERATOR(pg_catalog.=) pg_catalog.hashtextextended('pgshift.migrate', 0) \
+                AND l.database OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database d \
+                      WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) \
                 AND l.pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid() LIMIT 1",
             &[],
         )

@@ -1,5 +1,5 @@
 //! Versioned JSON reports with closed vocabularies, for machines: `lint`, `plan`,
-//! `apply` and `audit` output. Renderers for people live in the CLI.
+//! `apply`, `audit` and `pull` output. Renderers for people live in the CLI.
 //!
 //! Every report carries `format_version`; a field is never renamed or given a new
 //! meaning without a new version. Fields may be added within a version: version 1
@@ -11,6 +11,7 @@ mod apply;
 mod audit;
 mod lint;
 mod plan;
+mod pull;
 
 pub use apply::{ApplyReport, ApplySummary};
 pub use audit::{AuditReport, AuditSummary};
@@ -19,6 +20,7 @@ pub use lint::{
     TracedStatementReport,
 };
 pub use plan::{PlanReport, PlanSummary, PlannedFile, PlannedStatement};
+pub use pull::PullReport;
 
 /// The version of every JSON report's shape.
 pub const FORMAT_VERSION: u32 = 1;

@@ -76,6 +76,25 @@ impl Clone {
             .map_err(|err| TraceError::Restore(err.to_string()))
     }
 
+    /// Runs a SQL file with the installation's `psql` (its `\ir` includes resolved
+    /// from the file's folder), stopping at the first error.
+    pub(crate) fn run_file(&self, path: &std::path::Path) -> Result<(), TraceError> {
+        self.cluster
+            .psql_file(&self.database, path)
+            .map(|_| ())
+            .map_err(|err| TraceError::Restore(err.to_string()))
+    }
+
+    /// The throwaway cluster itself (another database in it, say).
+    pub(crate) fn cluster(&self) -> &Cluster {
+        &self.cluster
+    }
+
+    /// The database's connection string (for the installation's `pg_dump`).
+    pub(crate) fn conninfo(&self) -> String {
+        self.cluster.connection_string(&self.database)
+    }
+
     /// Whether nested statements can be recorded.
     pub(crate) fn nested(&self) -> &NestedAvailability {
         &self.nested

@@ -23,15 +23,15 @@
 //! [`compare`] sets a statement's static classification against its trace. The clone
 //! is removed when the trace ends, whatever the outcome ([`clone`]).
 
-mod clone;
+pub(crate) mod clone;
 mod compare;
-mod error;
+pub(crate) mod error;
 mod functions;
-mod globals;
-mod install;
+pub(crate) mod globals;
+pub(crate) mod install;
 mod observe;
 mod probes;
-mod schema;
+pub(crate) mod schema;
 mod types;
 
 pub use compare::{compare, Difference, DifferenceKind};
@@ -204,7 +204,7 @@ fn placement(statement: &Statement) -> Option<Placement> {
 }
 
 /// The target's `server_version_num` and the cluster-wide objects its schema names.
-async fn read_target(conninfo: &str) -> Result<(u32, globals::Globals), TraceError> {
+pub(crate) async fn read_target(conninfo: &str) -> Result<(u32, globals::Globals), TraceError> {
     let spec = ConnectionSpec::parse(conninfo)?;
     let session = connect(&spec, &SessionBudgets::READ_ONLY_PLAN).await?;
     let version = session.server_version_num();

@@ -19,6 +19,24 @@ const CONNECT_TIMEOUT_S: &str = "10";
 /// publisher) and security labels (the clone has no label provider). Tablespaces and
 /// the roles that policies name are there when it restores ([`super::globals`]).
 pub(crate) fn dump(install: &PgInstall, conninfo: &str) -> Result<String, TraceError> {
+    dump_with(
+        install,
+        conninfo,
+        &[
+            "--no-owner",
+            "--no-privileges",
+            "--no-subscriptions",
+            "--no-security-labels",
+        ],
+    )
+}
+
+/// `pg_dump --schema-only` of the database `conninfo` names with `options` added.
+pub(crate) fn dump_with(
+    install: &PgInstall,
+    conninfo: &str,
+    options: &[&str],
+) -> Result<String, TraceError> {
     let mut command = Command::new(install.bin("pg_dump"));
     if let Some(lib) = install.lib_dir() {
         command.env("LD_LIBRARY_PATH", lib);
@@ -28,10 +46,7 @@ pub(crate) fn dump(install: &PgInstall, conninfo: &str) -> Result<String, TraceE
     }
     let output = command
         .arg("--schema-only")
-        .arg("--no-owner")
-        .arg("--no-privileges")
-        .arg("--no-subscriptions")
-        .arg("--no-security-labels")
+        .args(options)
         .arg(format!("--lock-wait-timeout={LOCK_WAIT_TIMEOUT_MS}"))
         .arg("--dbname")
         .arg(conninfo)

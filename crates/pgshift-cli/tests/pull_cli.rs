@@ -1,0 +1,204 @@
+//! `pgshift pull` end to end against real PostgreSQL (the server `PGSHIFT_PG_BIN`
+//! names): a schema with one of each kind it files and the relay's schema are pulled,
+//! and the pulled manifest, run by `psql` on an empty database, dumps the same as the
+//! live database; an object kind desired state does not cover is refused with exit 2
+//! and nothing written. The published packages' directories are pulled the same way
+//! in `real_directories.rs`.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use common::{pgshift, workspace_root};
+use pgshift_embedded::{shared_cluster, Cluster};
+
+fn cluster() -> &'static Cluster {
+    shared_cluster().expect("a PostgreSQL cluster starts")
+}
+
+/// A scratch folder of its own, removed first.
+fn scratch(label: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("pgshift-pull-{label}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).expect("scratch folder");
+    dir
+}
+
+/// `pg_dump --schema-only` without the random `\restrict` key lines.
+fn dump(db: &str) -> String {
+    let output = cluster()
+        .command("pg_dump")
+        .args(["--schema-only", "-d"])
+        .arg(cluster().connection_string(db))
+        .output()
+        .expect("pg_dump runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter(|l| !l.starts_with("\\restrict ") && !l.starts_with("\\unrestrict "))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+/// Pulls `db` into `out`: the JSON report.
+fn pull(db: &str, out: &Path) -> serde_json::Value {
+    let url = cluster().connection_string(db);
+    let run = pgshift(&[
+        "pull",
+        "--url",
+        &url,
+        "--out",
+        out.to_str().expect("UTF-8 path"),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    serde_json::from_str(&run.stdout).expect("one JSON document")
+}
+
+/// The manifest run by `psql` on an empty database dumps as `live` does.
+fn assert_rebuilds(live: &str, out: &Path) {
+    let rebuilt = cluster().fresh_database("pull_rebuilt").expect("database");
+    cluster()
+        .psql_file(&rebuilt, out.join("manifest.sql"))
+        .expect("the pulled manifest runs");
+    let (want, got) = (dump(live), dump(&rebuilt));
+    if want != got {
+        let a = out.with_extension("live.sql");
+        let b = out.with_extension("rebuilt.sql");
+        fs::write(&a, &want).expect("written");
+        fs::write(&b, &got).expect("written");
+        panic!(
+            "the pulled files rebuild another schema: diff {} {}",
+            a.display(),
+            b.display()
+        );
+    }
+}
+
+#[test]
+fn inv_ds_1_every_kind_pulled_rebuilds_the_schema_exactly() {
+    let db = cluster().fresh_database("pull_rich").expect("database");
+    cluster()
+        .psql_file(
+            &db,
+            workspace_root().join("crates/pgshift-cli/tests/data/desired/rich.sql"),
+        )
+        .expect("the schema loads");
+    let nulls_not_distinct = cluster().version().major >= 15;
+    if nulls_not_distinct {
+        cluster()
+            .psql(
+                &db,
+                "CREATE UNIQUE INDEX a_b_unique ON app.a (b_id) NULLS NOT DISTINCT;",
+            )
+            .expect("index made");
+    }
+    let work = scratch("rich");
+    let out = work.join("schema");
+    let report = pull(&db, &out);
+    assert_eq!(report["fidelity"]["kind"], "exact", "{report}");
+    assert_eq!(report["moved_foreign_keys"], 2, "a↔b reference each other");
+    for path in [
+        "prelude.sql",
+        "schemas/app.sql",
+        "extensions.sql",
+        "app/types/mood.sql",
+        "app/types/pos.sql",
+        "app/types/pair.sql",
+        "app/tables/a.sql",
+        "app/tables/c.sql",
+        "app/sequences/free_seq.sql",
+        "app/views/v.sql",
+        "app/materialized_views/mv.sql",
+        "app/functions/touch.sql",
+        "app/functions/atomic_count.sql",
+        "public/tables/%4Dixed%20%43ase.sql",
+        "foreign_keys.sql",
+    ] {
+        assert!(out.join(path).is_file(), "{path} missing: {report}");
+    }
+    let a = fs::read_to_string(out.join("app/tables/a.sql")).expect("a.sql");
+    for part in [
+        "CREATE TABLE app.a",
+        "ADD GENERATED ALWAYS AS IDENTITY",
+        "PRIMARY KEY",
+        "NULLS FIRST, id DESC NULLS LAST",
+        "CREATE STATISTICS app.st",
+        "FORCE ROW LEVEL SECURITY",
+        "CREATE POLICY p_read",
+        "GRANT SELECT ON TABLE app.a TO pull_reader",
+        "COMMENT ON INDEX app.a_note",
+        "vacuum_truncate",
+    ] {
+        assert!(a.contains(part), "app/tables/a.sql lacks {part}:\n{a}");
+    }
+    assert!(!a.contains("FOREIGN KEY"), "the cyclic key moved:\n{a}");
+    assert_eq!(a.contains("NULLS NOT DISTINCT"), nulls_not_distinct, "{a}");
+    let c = fs::read_to_string(out.join("app/tables/c.sql")).expect("c.sql");
+    assert!(
+        c.contains("CREATE TABLE app.c_2024")
+            && c.contains("ATTACH PARTITION app.c_2024")
+            && c.contains("DISABLE TRIGGER t_touch"),
+        "{c}"
+    );
+    assert_rebuilds(&db, &out);
+    let _ = fs::remove_dir_all(&work);
+}
+
+#[test]
+fn the_relay_schema_pulls_and_rebuilds() {
+    let db = cluster().fresh_database("pull_relay").expect("database");
+    cluster()
+        .psql_file(&db, workspace_root().join("workloads/relay/schema.sql"))
+        .expect("relay schema loads");
+    let work = scratch("relay");
+    let out = work.join("schema");
+    let report = pull(&db, &out);
+    assert_eq!(report["reproduced"], true, "{report}");
+    assert_rebuilds(&db, &out);
+    let _ = fs::remove_dir_all(&work);
+}
+
+#[test]
+fn an_uncovered_object_kind_is_refused_and_nothing_is_written() {
+    let db = cluster()
+        .fresh_database("pull_uncovered")
+        .expect("database");
+    cluster()
+        .psql(
+            &db,
+            "CREATE TABLE t (id int PRIMARY KEY); CREATE PUBLICATION pull_pub FOR TABLE t;",
+        )
+        .expect("schema loads");
+    let work = scratch("uncovered");
+    let out = work.join("schema");
+    let url = cluster().connection_string(&db);
+    let run = pgshift(&[
+        "pull",
+        "--url",
+        &url,
+        "--out",
+        out.to_str().expect("UTF-8"),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(run.code, 2, "{}\n{}", run.stdout, run.stderr);
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).expect("one JSON document");
+    assert_eq!(report["code"], "not-covered", "{report}");
+    assert!(
+        report["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("CreatePublication"),
+        "{report}"
+    );
+    let left: Vec<_> = fs::read_dir(&work).expect("scratch").collect();
+    assert!(left.is_empty(), "nothing is written: {left:?}");
+    let _ = fs::remove_dir_all(&work);
+}

@@ -1,0 +1,20 @@
+//! Desired state: the live schema as files people review, and (to come) those files
+//! compared with and converged onto a live database (`docs/DESIRED.md`).
+//!
+//! [`pull`] dumps the live schema with the `pg_dump` of its own major version, cuts
+//! the dump into one file per object by each statement's syntax tree ([`objects`]),
+//! orders the files by the names their statements refer to ([`references`],
+//! [`layout`]), and before a byte reaches the output folder runs the files' manifest
+//! on a throwaway cluster of the same major and compares that cluster's dump with the
+//! live one (DS-1). Where PostgreSQL itself prints an expression in a form it reads
+//! back otherwise, the files must rebuild exactly what `pg_dump`'s own output
+//! rebuilds, and the report says so ([`Fidelity`]); otherwise nothing is written.
+
+mod error;
+pub mod layout;
+pub mod objects;
+mod pull;
+pub mod references;
+
+pub use error::PullError;
+pub use pull::{pull, Fidelity, PullTimings, Pulled, PulledFileSummary};
