@@ -167,6 +167,11 @@ pub enum Command {
     /// throwaway cluster of the server's major version to rebuild the schema exactly.
     #[command(after_help = PULL_EXIT_CODES)]
     Pull(PullArgs),
+    /// Compare desired schema files (a folder `pull` wrote, a SQL file, or -) with the
+    /// live database: both built on a throwaway cluster, the changes written from
+    /// syntax trees, proven there to converge, and planned as `plan` plans them.
+    #[command(after_help = DIFF_EXIT_CODES)]
+    Diff(DiffArgs),
 }
 
 impl Command {
@@ -179,6 +184,7 @@ impl Command {
                 | Command::Plan(_)
                 | Command::Status(_)
                 | Command::Audit(_)
+                | Command::Diff(_)
                 | Command::Explain(_)
                 | Command::Completions(_)
                 | Command::Man
@@ -727,6 +733,36 @@ Exit codes:
      running the throwaway cluster or writing the files failed
   2  refused, nothing written: the folder is not empty, the schema holds an object
      kind desired state does not cover, or the files would not rebuild it exactly";
+
+const DIFF_EXIT_CODES: &str = "\
+Exit codes:
+  0  no difference, or every change can run online
+  1  the command line, the connection or the desired files could not be used, or the
+     throwaway cluster failed
+  2  refused or found wanting: a difference desired state does not cover, a plan that
+     does not converge, or a change the plan would refuse";
+
+/// `pgshift diff`.
+#[derive(Debug, clap::Args)]
+pub struct DiffArgs {
+    /// libpq connection URL or key=value string. Without it (or PGSHIFT_URL),
+    /// DATABASE_URL; without that, the PG* variables. PG* variables fill in what a
+    /// URL leaves out.
+    #[arg(long, env = "PGSHIFT_URL", value_name = "URL", hide_env_values = true)]
+    pub url: Option<String>,
+    /// The desired schema: a folder with manifest.sql (as `pull` writes), a SQL file
+    /// run by psql, or - for standard input.
+    #[arg(value_name = "DESIRED")]
+    pub desired: String,
+    /// Also write the plan's SQL to this file (it must not exist), for `pgshift apply`.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub cas: CasArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
 
 /// `pgshift pull`.
 #[derive(Debug, clap::Args)]

@@ -236,6 +236,18 @@ fn every_command_prints_one_error_document_under_json() {
             "invalid-url",
             1,
         ),
+        (
+            "diff",
+            vec!["diff", "--format", "json", "--url", refused, dir],
+            "connect-failed",
+            1,
+        ),
+        (
+            "diff",
+            vec!["diff", "--format", "json", "--url", bad_url, dir],
+            "invalid-url",
+            1,
+        ),
     ];
     for (command, args, code, exit) in cases {
         let run = pgshift(&args);

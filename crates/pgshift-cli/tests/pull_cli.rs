@@ -8,42 +8,10 @@
 mod common;
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use common::schema::{cluster, dump, scratch};
 use common::{pgshift, workspace_root};
-use pgshift_embedded::{shared_cluster, Cluster};
-
-fn cluster() -> &'static Cluster {
-    shared_cluster().expect("a PostgreSQL cluster starts")
-}
-
-/// A scratch folder of its own, removed first.
-fn scratch(label: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("pgshift-pull-{label}-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).expect("scratch folder");
-    dir
-}
-
-/// `pg_dump --schema-only` without the random `\restrict` key lines.
-fn dump(db: &str) -> String {
-    let output = cluster()
-        .command("pg_dump")
-        .args(["--schema-only", "-d"])
-        .arg(cluster().connection_string(db))
-        .output()
-        .expect("pg_dump runs");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter(|l| !l.starts_with("\\restrict ") && !l.starts_with("\\unrestrict "))
-        .map(|l| format!("{l}\n"))
-        .collect()
-}
 
 /// Pulls `db` into `out`: the JSON report.
 fn pull(db: &str, out: &Path) -> serde_json::Value {
@@ -99,7 +67,7 @@ fn inv_ds_1_every_kind_pulled_rebuilds_the_schema_exactly() {
             )
             .expect("index made");
     }
-    let work = scratch("rich");
+    let work = scratch("pull-rich");
     let out = work.join("schema");
     let report = pull(&db, &out);
     assert_eq!(report["fidelity"]["kind"], "exact", "{report}");
@@ -157,7 +125,7 @@ fn the_relay_schema_pulls_and_rebuilds() {
     cluster()
         .psql_file(&db, workspace_root().join("workloads/relay/schema.sql"))
         .expect("relay schema loads");
-    let work = scratch("relay");
+    let work = scratch("pull-relay");
     let out = work.join("schema");
     let report = pull(&db, &out);
     assert_eq!(report["reproduced"], true, "{report}");
@@ -176,7 +144,7 @@ fn an_uncovered_object_kind_is_refused_and_nothing_is_written() {
             "CREATE TABLE t (id int PRIMARY KEY); CREATE PUBLICATION pull_pub FOR TABLE t;",
         )
         .expect("schema loads");
-    let work = scratch("uncovered");
+    let work = scratch("pull-uncovered");
     let out = work.join("schema");
     let url = cluster().connection_string(&db);
     let run = pgshift(&[

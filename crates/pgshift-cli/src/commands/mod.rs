@@ -6,6 +6,7 @@ mod baseline;
 mod connection;
 mod demo;
 mod demo_front_door;
+mod diff;
 mod explain;
 mod inputs;
 mod lint;
@@ -41,6 +42,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Man => shell::man(),
         Command::Audit(args) => audit::run(&args),
         Command::Pull(args) => pull::run(&args),
+        Command::Diff(args) => diff::run(&args),
     };
     ExitCode::from(code)
 }

@@ -5,6 +5,7 @@
 pub mod cas;
 pub mod normalize;
 pub mod relay;
+pub mod schema;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -1,5 +1,5 @@
-//! Desired state: the live schema as files people review, and (to come) those files
-//! compared with and converged onto a live database (`docs/DESIRED.md`).
+//! Desired state: the live schema as files people review, and those files compared
+//! with a live database into a plan proven to converge (`docs/DESIRED.md`).
 //!
 //! [`pull`] dumps the live schema with the `pg_dump` of its own major version, cuts
 //! the dump into one file per object by each statement's syntax tree ([`objects`]),
@@ -9,12 +9,21 @@
 //! live one (DS-1). Where PostgreSQL itself prints an expression in a form it reads
 //! back otherwise, the files must rebuild exactly what `pg_dump`'s own output
 //! rebuilds, and the report says so ([`Fidelity`]); otherwise nothing is written.
+//!
+//! [`compare`] builds the live schema and the desired files side by side on a
+//! throwaway cluster, compares them statement by statement ([`units`]), writes the
+//! changes ([`diff`]) and runs them on the rebuilt live schema until nothing is left
+//! to change (DS-2).
 
+mod compare;
+pub mod diff;
 mod error;
 pub mod layout;
 pub mod objects;
 mod pull;
 pub mod references;
+pub mod units;
 
+pub use compare::{compare, CompareError, Compared, Desired};
 pub use error::PullError;
 pub use pull::{pull, Fidelity, PullTimings, Pulled, PulledFileSummary};

@@ -5,7 +5,7 @@
 -- level security with a policy, grants, comments, a view with an INSTEAD rule, a
 -- materialized view with an index, a BEGIN ATOMIC function and a reloption. (The test
 -- adds a NULLS NOT DISTINCT index on 15 and later.)
-DO $$ BEGIN CREATE ROLE pull_reader NOLOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$;
+DO $$ BEGIN CREATE ROLE pull_reader NOLOGIN; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$;
 CREATE EXTENSION IF NOT EXISTS pgcrypto;
 CREATE SCHEMA app;
 COMMENT ON SCHEMA app IS 'the application';

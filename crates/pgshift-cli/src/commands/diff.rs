@@ -1,0 +1,110 @@
+//! `pgshift diff`: desired schema files against the live database, as a plan.
+
+use std::io::Read as _;
+
+use pgshift::connect::SessionBudgets;
+use pgshift::desired::{compare, CompareError, Desired};
+use pgshift::plan::{PlanInput, PlanOptions};
+use pgshift::report::DiffReport;
+use pgshift::script::TransactionMode;
+use pgshift::trace::TraceError;
+
+use crate::cli::{DiffArgs, Format};
+use crate::errors::CliError;
+use crate::exit;
+use crate::render;
+
+/// Runs `pgshift diff` and returns the exit code.
+pub fn run(args: &DiffArgs) -> u8 {
+    let result = super::runtime().and_then(|runtime| runtime.block_on(run_async(args)));
+    result.unwrap_or_else(|err| err.report("diff", args.format))
+}
+
+async fn run_async(args: &DiffArgs) -> Result<u8, CliError> {
+    let spec = super::spec(args.url.as_deref())?;
+    if let Some(out) = args.out.as_deref().filter(|o| o.exists()) {
+        return Err(CliError::new(
+            "output-exists",
+            format!("{} exists: diff never overwrites", out.display()),
+        )
+        .exit(exit::FINDINGS));
+    }
+    let desired = if args.desired == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| CliError::new("input-unreadable", format!("cannot read stdin: {e}")))?;
+        Desired::Text(text)
+    } else {
+        Desired::Path(args.desired.clone().into())
+    };
+    let conninfo = super::connection::connection_text(args.url.as_deref());
+    if args.format == Format::Text {
+        eprintln!(
+            "pgshift diff: building {} and the desired schema on a throwaway cluster …",
+            spec.redacted()
+        );
+    }
+    let compared = compare(&conninfo, &desired)
+        .await
+        .map_err(|e| failure(&e))?;
+    let script = compared.script();
+    let plan = if compared.changes.is_empty() {
+        None
+    } else {
+        let statements = pgshift_sql::parse(&script).map_err(|e| {
+            CliError::new("plan-failed", format!("the plan's SQL does not parse: {e}"))
+        })?;
+        let session = super::session(&spec, &SessionBudgets::READ_ONLY_PLAN).await?;
+        let input = PlanInput {
+            path: "desired-plan.sql".to_owned(),
+            statements,
+        };
+        Some(
+            super::plan::plan_report(
+                &session,
+                vec![input],
+                TransactionMode::Statement,
+                &args.cas.options(),
+                &PlanOptions::default(),
+            )
+            .await
+            .map_err(|err| CliError::new("plan-failed", err.to_string()))?,
+        )
+    };
+    let code = if plan.as_ref().is_some_and(|p| p.summary.refused > 0) {
+        exit::FINDINGS
+    } else {
+        exit::OK
+    };
+    if let Some(out) = &args.out {
+        std::fs::write(out, &script).map_err(|e| {
+            CliError::new(
+                "write-failed",
+                format!("cannot write {}: {e}", out.display()),
+            )
+        })?;
+    }
+    let report = DiffReport::of(&compared, plan, code);
+    match args.format {
+        Format::Json => render::print_json(&report),
+        Format::Text => print!("{}", render::diff(&report, &spec.redacted())),
+    }
+    Ok(code)
+}
+
+fn failure(err: &CompareError) -> CliError {
+    let code = match err {
+        CompareError::Diff(_) | CompareError::Layout(_) => "not-covered",
+        CompareError::NotConverged(_) => "not-converged",
+        CompareError::DesiredDidNotRun(_) => "desired-did-not-run",
+        CompareError::Trace(TraceError::Connect(_)) => "connect-failed",
+        _ => "diff-failed",
+    };
+    let failure = CliError::new(code, err.to_string());
+    if err.is_refusal() {
+        failure.exit(exit::FINDINGS)
+    } else {
+        failure
+    }
+}

@@ -1,0 +1,196 @@
+//! `pgshift diff` end to end against real PostgreSQL (the server `PGSHIFT_PG_BIN`
+//! names): a schema is pulled, the pulled files are edited as a team would, and the
+//! plan `diff` writes is applied with `pgshift apply`; then the database dumps as the
+//! edited files do when `psql` runs them on an empty database, and a second `diff`
+//! finds nothing. A plan that cannot run where the live schema is is refused before
+//! anything touches it (DS-2), and a difference diff does not cover is named.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use common::schema::{cluster, dump, scratch};
+use common::{pgshift, workspace_root};
+
+/// A database holding the rich schema, pulled into `work/live`, copied to
+/// `work/desired`.
+fn pulled(label: &str) -> (String, PathBuf, PathBuf) {
+    let db = cluster().fresh_database(label).expect("database");
+    cluster()
+        .psql_file(
+            &db,
+            workspace_root().join("crates/pgshift-cli/tests/data/desired/rich.sql"),
+        )
+        .expect("the schema loads");
+    let work = scratch(label);
+    let live = work.join("live");
+    let url = cluster().connection_string(&db);
+    let run = pgshift(&[
+        "pull",
+        "--url",
+        &url,
+        "--out",
+        live.to_str().expect("UTF-8"),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let desired = work.join("desired");
+    copy(&live, &desired);
+    (db, work, desired)
+}
+
+fn copy(from: &Path, to: &Path) {
+    fs::create_dir_all(to).expect("folder");
+    for item in fs::read_dir(from).expect("folder") {
+        let path = item.expect("entry").path();
+        let target = to.join(path.file_name().expect("name"));
+        if path.is_dir() {
+            copy(&path, &target);
+        } else {
+            fs::copy(&path, &target).expect("copied");
+        }
+    }
+}
+
+fn edit(path: &Path, from: &str, to: &str) {
+    let text = fs::read_to_string(path).expect("file");
+    assert!(
+        text.contains(from),
+        "{} lacks {from}:\n{text}",
+        path.display()
+    );
+    fs::write(path, text.replacen(from, to, 1)).expect("written");
+}
+
+fn diff_json(db: &str, desired: &Path, extra: &[&str]) -> (i32, serde_json::Value) {
+    let url = cluster().connection_string(db);
+    let mut args = vec![
+        "diff",
+        "--url",
+        &url,
+        desired.to_str().expect("UTF-8"),
+        "--format",
+        "json",
+    ];
+    args.extend_from_slice(extra);
+    let run = pgshift(&args);
+    let json = serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("one JSON document ({e}):\n{}\n{}", run.stdout, run.stderr));
+    (run.code, json)
+}
+
+#[test]
+fn inv_ds_2_edited_files_converge_through_apply_and_diff_again_finds_nothing() {
+    let (db, work, desired) = pulled("diff_edit");
+    let (code, same) = diff_json(&db, &desired, &[]);
+    assert_eq!(code, 0, "{same}");
+    assert_eq!(same["changes"].as_array().map(Vec::len), Some(0), "{same}");
+
+    // A new column with a default, a wider key column, a new index, a view dropped.
+    let a = desired.join("app/tables/a.sql");
+    edit(&a, "    b_id integer,", "    b_id bigint,");
+    // PostgreSQL only appends columns: a new one goes last (elsewhere, DS-2 refuses).
+    edit(
+        &a,
+        "gen_random_bytes(8)\n)",
+        "gen_random_bytes(8),\n    extra integer DEFAULT 7 NOT NULL\n)",
+    );
+    fs::write(
+        &a,
+        fs::read_to_string(&a).expect("a.sql")
+            + "\nCREATE INDEX a_extra ON app.a USING btree (extra);\n",
+    )
+    .expect("written");
+    edit(&desired.join("manifest.sql"), "\\ir app/views/v.sql\n", "");
+    let plan_file = work.join("plan.sql");
+    let (code, report) = diff_json(
+        &db,
+        &desired,
+        &["--out", plan_file.to_str().expect("UTF-8")],
+    );
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(report["command"], "diff");
+    assert_eq!(report["converged"], true);
+    let changes = report["changes"].as_array().expect("changes");
+    let objects: Vec<&str> = changes
+        .iter()
+        .filter_map(|c| c["object"].as_str())
+        .collect();
+    assert!(objects.contains(&"view app.v"), "{objects:?}");
+    assert!(objects.contains(&"index app.a_extra"), "{objects:?}");
+    assert_eq!(
+        changes.iter().filter(|c| c["destructive"] == true).count(),
+        2,
+        "the view's drop and the key's type change: {report}"
+    );
+    assert_eq!(report["plan"]["summary"]["refused"], 0, "{report}");
+    assert_eq!(report["live_fingerprint"].as_str().map(str::len), Some(64));
+
+    let url = cluster().connection_string(&db);
+    let run = pgshift(&["apply", "--url", &url, plan_file.to_str().expect("UTF-8")]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let (code, again) = diff_json(&db, &desired, &[]);
+    assert_eq!(code, 0, "{again}");
+    assert_eq!(
+        again["changes"].as_array().map(Vec::len),
+        Some(0),
+        "{again}"
+    );
+
+    // Not diff's own check: the edited files run by psql on an empty database.
+    let rebuilt = cluster().fresh_database("diff_rebuilt").expect("database");
+    cluster()
+        .psql_file(&rebuilt, desired.join("manifest.sql"))
+        .expect("the desired files run");
+    assert_eq!(
+        dump(&db),
+        dump(&rebuilt),
+        "the database is not the desired schema"
+    );
+    let _ = fs::remove_dir_all(&work);
+}
+
+#[test]
+fn a_plan_that_cannot_run_on_the_live_schema_is_refused_before_anything() {
+    let (db, work, desired) = pulled("diff_stuck");
+    let before = dump(&db);
+    // The view app.v reads a.b_id: PostgreSQL refuses the type change while it exists.
+    edit(
+        &desired.join("app/tables/a.sql"),
+        "    b_id integer,",
+        "    b_id bigint,",
+    );
+    let (code, report) = diff_json(&db, &desired, &[]);
+    assert_eq!(code, 2, "{report}");
+    assert_eq!(report["code"], "not-converged", "{report}");
+    assert!(
+        report["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("used by a view"),
+        "{report}"
+    );
+    assert_eq!(dump(&db), before, "the live database was touched");
+    let _ = fs::remove_dir_all(&work);
+}
+
+#[test]
+fn a_difference_diff_does_not_cover_is_named() {
+    let (db, work, desired) = pulled("diff_uncovered");
+    edit(
+        &desired.join("app/tables/a.sql"),
+        "fillfactor='80'",
+        "fillfactor='90'",
+    );
+    let (code, report) = diff_json(&db, &desired, &[]);
+    assert_eq!(code, 2, "{report}");
+    assert_eq!(report["code"], "not-covered", "{report}");
+    assert!(
+        report["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("table app.a"),
+        "{report}"
+    );
+    let _ = fs::remove_dir_all(&work);
+}

@@ -1,0 +1,215 @@
+//! `diff`: the live schema against desired files, both built on one throwaway
+//! cluster of the live major, and the plan proven there to converge.
+//!
+//! The live schema is dumped and rebuilt in one database of the clone, the desired
+//! files run in another; both are dumped by the same `pg_dump`, so an expression
+//! PostgreSQL prints otherwise after a round trip reads the same on both sides. The
+//! changes ([`super::diff`]) then run on the rebuilt live database, and comparing it
+//! with the desired one again must find nothing left: a plan that does not converge
+//! (an ordering the statements cannot run in, a difference they do not cover) is an
+//! error with what is left, before anything touches the live database.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use sha2::{Digest, Sha256};
+
+use super::diff::{changes, leftover, Change, DiffError};
+use super::layout;
+use super::pull::unrestricted;
+use super::units::Units;
+use crate::trace::{clone::Clone, install, read_target, schema, TraceError};
+
+/// `pg_dump`'s options on both sides (owners are not compared, as `pull` writes none).
+const DUMP_OPTIONS: [&str; 1] = ["--no-owner"];
+
+/// Where the desired schema is.
+#[derive(Clone, Debug)]
+pub enum Desired {
+    /// A folder with `manifest.sql` (as `pull` writes), or one SQL file, run by `psql`.
+    Path(PathBuf),
+    /// SQL text (stdin).
+    Text(String),
+}
+
+/// The plan from the live schema to the desired one.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Compared {
+    /// The live server's `server_version_num`.
+    pub server_version_num: u32,
+    /// The schemas the desired files name: nothing outside them is changed.
+    pub managed_schemas: Vec<String>,
+    /// The statements, in the order they run.
+    pub changes: Vec<Change>,
+    /// SHA-256 of the live `pg_dump --schema-only` read (hex).
+    pub live_fingerprint: String,
+    /// SHA-256 of the plan's SQL (hex).
+    pub plan_fingerprint: String,
+    /// The plan ran on the rebuilt live schema and left nothing to change (always true
+    /// when there are changes: otherwise [`CompareError::NotConverged`]).
+    pub converged: bool,
+    /// Milliseconds in all.
+    pub total_ms: u64,
+}
+
+impl Compared {
+    /// The plan as one SQL script, each statement ending with `;`.
+    pub fn script(&self) -> String {
+        script(&self.changes)
+    }
+}
+
+/// Why `diff` gave no plan.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CompareError {
+    /// The desired files could not be read or did not run.
+    #[error("the desired schema did not build on a throwaway cluster: {0}")]
+    DesiredDidNotRun(String),
+    /// The live schema did not rebuild on the throwaway cluster.
+    #[error("the live schema did not rebuild on a throwaway cluster: {0}")]
+    LiveDidNotRebuild(String),
+    /// A difference the comparison does not cover.
+    #[error(transparent)]
+    Diff(#[from] DiffError),
+    /// The live schema holds something desired state does not cover.
+    #[error(transparent)]
+    Layout(#[from] layout::LayoutError),
+    /// The plan, run on the rebuilt live schema, failed or left differences.
+    #[error("the plan does not converge on a throwaway copy of the live schema: {0}")]
+    NotConverged(String),
+    /// Reading the live schema or running the throwaway cluster failed.
+    #[error(transparent)]
+    Trace(#[from] TraceError),
+    /// A file could not be written or read.
+    #[error("{0}")]
+    Io(String),
+}
+
+impl CompareError {
+    /// Whether pgshift declined (the schemas are the reason), as opposed to failing.
+    pub fn is_refusal(&self) -> bool {
+        matches!(
+            self,
+            CompareError::Diff(_) | CompareError::Layout(_) | CompareError::NotConverged(_)
+        )
+    }
+}
+
+/// The plan that takes the database `conninfo` names to `desired`.
+pub async fn compare(conninfo: &str, desired: &Desired) -> Result<Compared, CompareError> {
+    let started = Instant::now();
+    let (version_num, globals) = read_target(conninfo).await?;
+    let install = install::for_major(version_num / 10_000)?;
+    let live_dump = unrestricted(&schema::dump_with(&install, conninfo, &DUMP_OPTIONS)?);
+    let reference = layout::split(&live_dump)?.reference;
+    let clone = Clone::start(&install)?;
+    clone.provide(&globals).await?;
+    let cluster = clone.cluster();
+    let scratch = Scratch::new()?;
+    let live_db = cluster.fresh_database("live").map_err(TraceError::from)?;
+    let reference_file = scratch.write("live.sql", &reference)?;
+    cluster
+        .psql_file(&live_db, &reference_file)
+        .map_err(|e| CompareError::LiveDidNotRebuild(e.to_string()))?;
+    let desired_db = cluster
+        .fresh_database("desired")
+        .map_err(TraceError::from)?;
+    let desired_file = match desired {
+        Desired::Path(path) if path.is_dir() => path.join(layout::MANIFEST),
+        Desired::Path(path) => path.clone(),
+        Desired::Text(text) => scratch.write("desired.sql", text)?,
+    };
+    if !desired_file.is_file() {
+        return Err(CompareError::DesiredDidNotRun(format!(
+            "{} is not a file (give a folder with {}, a SQL file, or -)",
+            desired_file.display(),
+            layout::MANIFEST
+        )));
+    }
+    cluster
+        .psql_file(&desired_db, &desired_file)
+        .map_err(|e| CompareError::DesiredDidNotRun(e.to_string()))?;
+    let units_of = |db: &str| -> Result<Units, CompareError> {
+        let dump = unrestricted(&schema::dump_with(
+            &install,
+            &cluster.connection_string(db),
+            &DUMP_OPTIONS,
+        )?);
+        let statements = pgshift_sql::parse(&dump)
+            .map_err(|e| CompareError::Io(format!("a schema dump does not parse: {e}")))?;
+        Ok(Units::read(&statements).map_err(DiffError::from)?)
+    };
+    let live = units_of(&live_db)?;
+    let wanted = units_of(&desired_db)?;
+    let managed: BTreeSet<String> = wanted
+        .by_key
+        .keys()
+        .filter_map(|k| match k.kind {
+            super::units::Kind::Schema => k.parts.first().cloned(),
+            _ => k.schema().map(str::to_owned),
+        })
+        .collect();
+    let planned = changes(&live, &wanted, &managed)?;
+    // INV: DS-2 — a plan is given only once it has run on a rebuilt copy of the live
+    // schema and a second comparison finds nothing left to change.
+    if !planned.is_empty() {
+        let plan_file = scratch.write("plan.sql", &script(&planned))?;
+        cluster
+            .psql_file(&live_db, &plan_file)
+            .map_err(|e| CompareError::NotConverged(e.to_string()))?;
+        let after = units_of(&live_db)?;
+        let left = leftover(&after, &wanted, &managed);
+        if let Some(first) = left.first() {
+            return Err(CompareError::NotConverged(format!(
+                "{} differences are left, first: {first}",
+                left.len()
+            )));
+        }
+    }
+    Ok(Compared {
+        server_version_num: version_num,
+        managed_schemas: managed.into_iter().collect(),
+        live_fingerprint: hex(&Sha256::digest(live_dump.as_bytes())),
+        plan_fingerprint: hex(&Sha256::digest(script(&planned).as_bytes())),
+        converged: true,
+        changes: planned,
+        total_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+    })
+}
+
+fn script(changes: &[Change]) -> String {
+    changes.iter().map(|c| format!("{};\n", c.sql)).collect()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A folder of this process's own for the scripts `psql` runs, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new() -> Result<Self, CompareError> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("pgshift-diff-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| CompareError::Io(format!("cannot create {}: {e}", dir.display())))?;
+        Ok(Scratch(dir))
+    }
+
+    fn write(&self, name: &str, text: &str) -> Result<PathBuf, CompareError> {
+        let path = self.0.join(name);
+        std::fs::write(&path, text)
+            .map_err(|e| CompareError::Io(format!("cannot write {}: {e}", path.display())))?;
+        Ok(path)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
