@@ -583,8 +583,22 @@ pub struct ApplyArgs {
     #[arg(long, env = "PGSHIFT_URL", value_name = "URL", hide_env_values = true)]
     pub url: Option<String>,
     /// The migration file to apply.
-    #[arg(value_name = "FILE", conflicts_with = "sql")]
+    #[arg(value_name = "FILE", conflicts_with_all = ["sql", "desired"])]
     pub file: Option<String>,
+    /// Converge onto desired schema files (a folder `pull` wrote, a SQL file, or -)
+    /// instead: the plan `pgshift diff` shows, proven there to converge, run through
+    /// the engine like a file.
+    #[arg(long, value_name = "DESIRED", conflicts_with = "sql")]
+    pub desired: Option<String>,
+    /// With --desired: run only if the database and the plan are what `pgshift diff`
+    /// showed (its `fingerprint`); refused with nothing run otherwise.
+    #[arg(long, value_name = "FINGERPRINT", requires = "desired")]
+    pub expect_fingerprint: Option<String>,
+    /// With --desired: accept the plan's destructive changes (drops, type changes):
+    /// all of them, or only the objects named as `diff` names them (`table app.t`,
+    /// `column app.t.c`). Without it a plan with any is refused with nothing run.
+    #[arg(long, value_name = "OBJECT", num_args = 0.., requires = "desired")]
+    pub allow_destructive: Option<Vec<String>>,
     /// SQL to apply, instead of a file.
     #[arg(long, value_name = "SQL")]
     pub sql: Option<String>,

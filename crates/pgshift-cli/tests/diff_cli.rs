@@ -194,3 +194,82 @@ fn a_difference_diff_does_not_cover_is_named() {
     );
     let _ = fs::remove_dir_all(&work);
 }
+
+#[test]
+fn inv_ds_3_apply_desired_refuses_a_stale_review_and_unacknowledged_drops() {
+    let (db, work, desired) = pulled("diff_apply");
+    let before = dump(&db);
+    edit(&desired.join("manifest.sql"), "\\ir app/views/v.sql\n", "");
+    let a = desired.join("app/tables/a.sql");
+    fs::write(
+        &a,
+        fs::read_to_string(&a).expect("a.sql") + "\nCREATE INDEX a_g ON app.a USING btree (g);\n",
+    )
+    .expect("written");
+    let (code, report) = diff_json(&db, &desired, &[]);
+    assert_eq!(code, 0, "{report}");
+    let fingerprint = report["fingerprint"]
+        .as_str()
+        .expect("fingerprint")
+        .to_owned();
+    let url = cluster().connection_string(&db);
+    let target = desired.to_str().expect("UTF-8");
+    let apply = |extra: &[&str]| {
+        let mut args = vec![
+            "apply",
+            "--url",
+            &url,
+            "--desired",
+            target,
+            "--format",
+            "json",
+        ];
+        args.extend_from_slice(extra);
+        pgshift(&args)
+    };
+    let refused = |run: &common::Run, code: &str| {
+        assert_eq!(run.code, 2, "{}\n{}", run.stdout, run.stderr);
+        let json: serde_json::Value = serde_json::from_str(&run.stdout).expect("one document");
+        assert_eq!(json["code"], code, "{json}");
+        assert_eq!(dump(&db), before, "a refused plan ran something");
+        json
+    };
+    let json = refused(&apply(&[]), "destructive-not-allowed");
+    assert!(
+        json["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("view app.v"),
+        "{json}"
+    );
+    refused(
+        &apply(&["--allow-destructive", "table app.other"]),
+        "destructive-not-allowed",
+    );
+    refused(
+        &apply(&[
+            "--allow-destructive",
+            "--expect-fingerprint",
+            &"0".repeat(64),
+        ]),
+        "fingerprint-mismatch",
+    );
+    let run = apply(&[
+        "--allow-destructive",
+        "view app.v",
+        "--expect-fingerprint",
+        &fingerprint,
+    ]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let (code, again) = diff_json(&db, &desired, &[]);
+    assert_eq!(code, 0, "{again}");
+    assert_eq!(
+        again["changes"].as_array().map(Vec::len),
+        Some(0),
+        "{again}"
+    );
+    let run = pgshift(&["apply", "--url", &url, "--desired", target]);
+    assert_eq!(run.code, 0, "nothing to do: {}", run.stderr);
+    assert!(run.stderr.contains("nothing to do"), "{}", run.stderr);
+    let _ = fs::remove_dir_all(&work);
+}

@@ -52,7 +52,7 @@ fn input(args: &ApplyArgs) -> Result<ParsedInput, CliError> {
                 )),
             }
         }
-        (None, None) => Err(CliError::new("usage", "give a migration file or --sql")
+        (None, None) => Err(CliError::new("usage", "give a migration file, --sql or --desired")
             .hint("see pgshift apply --help")),
     }
 }
@@ -80,7 +80,13 @@ async fn run_async(args: &ApplyArgs) -> Result<u8, CliError> {
     budgets
         .validate()
         .map_err(|err| CliError::new("invalid-budget", err.to_string()))?;
-    let parsed = input(args)?;
+    let parsed = match &args.desired {
+        Some(desired) => match super::diff::desired_input(args, desired).await? {
+            Some(parsed) => parsed,
+            None => return Ok(exit::OK),
+        },
+        None => input(args)?,
+    };
     let spec = super::spec(args.url.as_deref())?;
     let session = super::session(&spec, &APPLY_SESSION).await?;
     let standbys = super::standbys(&args.standby, &session).await?;

@@ -9,7 +9,8 @@ use pgshift::report::DiffReport;
 use pgshift::script::TransactionMode;
 use pgshift::trace::TraceError;
 
-use crate::cli::{DiffArgs, Format};
+use super::inputs::ParsedInput;
+use crate::cli::{ApplyArgs, DiffArgs, Format};
 use crate::errors::CliError;
 use crate::exit;
 use crate::render;
@@ -29,15 +30,7 @@ async fn run_async(args: &DiffArgs) -> Result<u8, CliError> {
         )
         .exit(exit::FINDINGS));
     }
-    let desired = if args.desired == "-" {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .map_err(|e| CliError::new("input-unreadable", format!("cannot read stdin: {e}")))?;
-        Desired::Text(text)
-    } else {
-        Desired::Path(args.desired.clone().into())
-    };
+    let desired = read_desired(&args.desired)?;
     let conninfo = super::connection::connection_text(args.url.as_deref());
     if args.format == Format::Text {
         eprintln!(
@@ -91,6 +84,81 @@ async fn run_async(args: &DiffArgs) -> Result<u8, CliError> {
         Format::Text => print!("{}", render::diff(&report, &spec.redacted())),
     }
     Ok(code)
+}
+
+/// `apply --desired`: the plan of the desired files as apply's input, once the
+/// fingerprint and the destructive guard pass; `None` when there is nothing to do
+/// (said on stderr).
+pub(crate) async fn desired_input(
+    args: &ApplyArgs,
+    desired: &str,
+) -> Result<Option<ParsedInput>, CliError> {
+    super::spec(args.url.as_deref())?;
+    let desired = read_desired(desired)?;
+    let conninfo = super::connection::connection_text(args.url.as_deref());
+    let compared = compare(&conninfo, &desired)
+        .await
+        .map_err(|e| failure(&e))?;
+    // INV: DS-3 — a stale review or an unacknowledged destructive change refuses the
+    // whole plan before anything runs.
+    if let Some(expected) = &args.expect_fingerprint {
+        if *expected != compared.fingerprint {
+            return Err(CliError::new(
+                "fingerprint-mismatch",
+                format!(
+                    "the database or the plan changed since the review: --expect-fingerprint {expected}, now {}; nothing was run",
+                    compared.fingerprint
+                ),
+            )
+            .hint("run pgshift diff again, review the plan, and give its fingerprint")
+            .exit(exit::FINDINGS));
+        }
+    }
+    let allowed = args.allow_destructive.as_deref();
+    let refused: Vec<&str> = compared
+        .changes
+        .iter()
+        .filter(|c| c.destructive)
+        .filter(|c| match allowed {
+            None => true,
+            Some([]) => false,
+            Some(names) => !names.iter().any(|n| *n == c.object),
+        })
+        .map(|c| c.object.as_str())
+        .collect();
+    if !refused.is_empty() {
+        return Err(CliError::new(
+            "destructive-not-allowed",
+            format!(
+                "the plan has destructive changes not acknowledged: {}; nothing was run",
+                refused.join(", ")
+            ),
+        )
+        .hint("review them with pgshift diff, then give --allow-destructive (all) or --allow-destructive OBJECT … (those named)")
+        .exit(exit::FINDINGS));
+    }
+    if compared.changes.is_empty() {
+        eprintln!("pgshift apply: nothing to do, the database already has the desired schema");
+        return Ok(None);
+    }
+    let statements = pgshift_sql::parse(&compared.script())
+        .map_err(|e| CliError::new("plan-failed", format!("the plan's SQL does not parse: {e}")))?;
+    Ok(Some(ParsedInput {
+        path: "desired-plan.sql".to_owned(),
+        statements,
+    }))
+}
+
+fn read_desired(desired: &str) -> Result<Desired, CliError> {
+    if desired == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| CliError::new("input-unreadable", format!("cannot read stdin: {e}")))?;
+        Ok(Desired::Text(text))
+    } else {
+        Ok(Desired::Path(desired.into()))
+    }
 }
 
 fn failure(err: &CompareError) -> CliError {

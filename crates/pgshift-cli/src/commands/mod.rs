@@ -6,7 +6,7 @@ mod baseline;
 mod connection;
 mod demo;
 mod demo_front_door;
-mod diff;
+pub(crate) mod diff;
 mod explain;
 mod inputs;
 mod lint;

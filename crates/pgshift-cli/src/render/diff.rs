@@ -50,6 +50,11 @@ pub fn diff(report: &DiffReport, target: &str) -> String {
         short(&compared.live_fingerprint),
         short(&compared.plan_fingerprint)
     );
+    let _ = writeln!(
+        out,
+        "fingerprint {} (pgshift apply --desired … --expect-fingerprint it runs this plan only if neither the database nor the plan changed)",
+        compared.fingerprint
+    );
     if let Some(plan) = &report.plan {
         out.push('\n');
         out.push_str(&super::plan(plan, target));

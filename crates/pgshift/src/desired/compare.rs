@@ -46,6 +46,10 @@ pub struct Compared {
     pub live_fingerprint: String,
     /// SHA-256 of the plan's SQL (hex).
     pub plan_fingerprint: String,
+    /// SHA-256 of both fingerprints (hex): what a review approves, and what `apply
+    /// --desired --expect-fingerprint` requires to be unchanged (neither the database
+    /// nor the plan changed since).
+    pub fingerprint: String,
     /// The plan ran on the rebuilt live schema and left nothing to change (always true
     /// when there are changes: otherwise [`CompareError::NotConverged`]).
     pub converged: bool,
@@ -168,11 +172,16 @@ pub async fn compare(conninfo: &str, desired: &Desired) -> Result<Compared, Comp
             )));
         }
     }
+    let live_fingerprint = hex(&Sha256::digest(live_dump.as_bytes()));
+    let plan_fingerprint = hex(&Sha256::digest(script(&planned).as_bytes()));
     Ok(Compared {
         server_version_num: version_num,
         managed_schemas: managed.into_iter().collect(),
-        live_fingerprint: hex(&Sha256::digest(live_dump.as_bytes())),
-        plan_fingerprint: hex(&Sha256::digest(script(&planned).as_bytes())),
+        fingerprint: hex(&Sha256::digest(
+            format!("{live_fingerprint}:{plan_fingerprint}").as_bytes(),
+        )),
+        live_fingerprint,
+        plan_fingerprint,
         converged: true,
         changes: planned,
         total_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
