@@ -122,7 +122,7 @@ pub(crate) async fn desired_input(
         .filter(|c| match allowed {
             None => true,
             Some([]) => false,
-            Some(names) => !names.iter().any(|n| *n == c.object),
+            Some(names) => !names.contains(&c.object),
         })
         .map(|c| c.object.as_str())
         .collect();
