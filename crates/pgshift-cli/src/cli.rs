@@ -599,6 +599,11 @@ pub struct ApplyArgs {
     /// `column app.t.c`). Without it a plan with any is refused with nothing run.
     #[arg(long, value_name = "OBJECT", num_args = 0.., requires = "desired")]
     pub allow_destructive: Option<Vec<String>>,
+    /// With --desired: the access review's fingerprint `pgshift diff` printed for the
+    /// plan's changes of row-level security, policies and grants; a plan with any runs
+    /// only when it matches.
+    #[arg(long, value_name = "FINGERPRINT", requires = "desired")]
+    pub expect_rls_review: Option<String>,
     /// SQL to apply, instead of a file.
     #[arg(long, value_name = "SQL")]
     pub sql: Option<String>,

@@ -273,3 +273,76 @@ fn inv_ds_3_apply_desired_refuses_a_stale_review_and_unacknowledged_drops() {
     assert!(run.stderr.contains("nothing to do"), "{}", run.stderr);
     let _ = fs::remove_dir_all(&work);
 }
+
+#[test]
+fn inv_ds_4_access_changes_run_only_with_a_matching_review() {
+    let (db, work, desired) = pulled("diff_access");
+    let before = dump(&db);
+    let a = desired.join("app/tables/a.sql");
+    edit(
+        &a,
+        "CREATE POLICY p_read ON app.a FOR SELECT TO pull_reader USING ((note IS NOT NULL));",
+        "",
+    );
+    fs::write(
+        &a,
+        fs::read_to_string(&a).expect("a.sql") + "\nGRANT INSERT ON TABLE app.a TO pull_reader;\n",
+    )
+    .expect("written");
+    let (code, report) = diff_json(&db, &desired, &[]);
+    assert_eq!(code, 0, "{report}");
+    let impacts: Vec<(String, String)> = report["access"]
+        .as_array()
+        .expect("access changes")
+        .iter()
+        .map(|a| (a["object"].to_string(), a["impact"].to_string()))
+        .collect();
+    assert!(
+        impacts.contains(&("\"policy app.a.p_read\"".into(), "\"may-narrow\"".into()))
+            && impacts
+                .iter()
+                .any(|(o, i)| o.contains("SELECT,INSERT") && i == "\"may-widen\""),
+        "{impacts:?}"
+    );
+    let review = report["access_review"]
+        .as_str()
+        .expect("a review")
+        .to_owned();
+    let url = cluster().connection_string(&db);
+    let target = desired.to_str().expect("UTF-8");
+    let apply = |extra: &[&str]| {
+        let mut args = vec![
+            "apply",
+            "--url",
+            &url,
+            "--desired",
+            target,
+            "--format",
+            "json",
+        ];
+        args.extend_from_slice(extra);
+        pgshift(&args)
+    };
+    for (extra, code) in [
+        (vec![], "access-review-required"),
+        (
+            vec!["--expect-rls-review", "feed"],
+            "access-review-mismatch",
+        ),
+    ] {
+        let run = apply(&extra);
+        assert_eq!(run.code, 2, "{}\n{}", run.stdout, run.stderr);
+        let json: serde_json::Value = serde_json::from_str(&run.stdout).expect("one document");
+        assert_eq!(json["code"], code, "{json}");
+        assert_eq!(dump(&db), before, "a refused plan ran something");
+    }
+    let run = apply(&["--expect-rls-review", &review]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let (_, again) = diff_json(&db, &desired, &[]);
+    assert_eq!(
+        again["changes"].as_array().map(Vec::len),
+        Some(0),
+        "{again}"
+    );
+    let _ = fs::remove_dir_all(&work);
+}

@@ -114,6 +114,42 @@ pub(crate) async fn desired_input(
             .exit(exit::FINDINGS));
         }
     }
+    // INV: DS-4 — changes of row-level security, policies and grants run only with a
+    // matching review of them.
+    if let Some(review) = &compared.access_review {
+        let listed: Vec<String> = compared
+            .access
+            .iter()
+            .map(|a| format!("{} ({})", a.object, render::impact_words(a.impact)))
+            .collect();
+        match &args.expect_rls_review {
+            Some(given) if given == review => {}
+            Some(given) => {
+                return Err(CliError::new(
+                    "access-review-mismatch",
+                    format!(
+                        "the access review does not match: --expect-rls-review {given}, but the plan's access changes are {review}: {}; nothing was run",
+                        listed.join(", ")
+                    ),
+                )
+                .hint("review the access changes pgshift diff lists, and give their fingerprint")
+                .exit(exit::FINDINGS));
+            }
+            None => {
+                return Err(CliError::new(
+                    "access-review-required",
+                    format!(
+                        "the plan changes who may read or write: {}; nothing was run",
+                        listed.join(", ")
+                    ),
+                )
+                .hint(format!(
+                    "review them, then give --expect-rls-review {review}"
+                ))
+                .exit(exit::FINDINGS));
+            }
+        }
+    }
     let allowed = args.allow_destructive.as_deref();
     let refused: Vec<&str> = compared
         .changes

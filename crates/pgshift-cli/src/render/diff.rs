@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use pgshift::desired::diff::Action;
+use pgshift::desired::diff::{Action, Impact};
 use pgshift::report::DiffReport;
 
 /// The changes, what is destructive, the fingerprints, and the plan of them.
@@ -44,6 +44,20 @@ pub fn diff(report: &DiffReport, target: &str) -> String {
             "{destructive} of them may lose data or something the database holds (drops, type changes)."
         );
     }
+    if let Some(review) = &compared.access_review {
+        let _ = writeln!(
+            out,
+            "{} of them change who may read or write:",
+            compared.access.len()
+        );
+        for access in &compared.access {
+            let _ = writeln!(out, "  {}: {}", impact_words(access.impact), access.object);
+        }
+        let _ = writeln!(
+            out,
+            "access review {review} (pgshift apply --desired … --expect-rls-review it runs them)"
+        );
+    }
     let _ = writeln!(
         out,
         "live schema {}  plan {}",
@@ -64,4 +78,13 @@ pub fn diff(report: &DiffReport, target: &str) -> String {
 
 fn short(fingerprint: &str) -> &str {
     fingerprint.get(..16).unwrap_or(fingerprint)
+}
+
+/// An access impact in words.
+pub fn impact_words(impact: Impact) -> &'static str {
+    match impact {
+        Impact::MayWiden => "may widen access",
+        Impact::MayNarrow => "may narrow access",
+        Impact::Changed => "changed: may widen or narrow access",
+    }
 }

@@ -25,7 +25,7 @@ pub use audit::audit;
 pub use baseline::baseline;
 pub use cas_progress::{CasView, Style as ProgressStyle};
 pub use cas_report::cas_report;
-pub use diff::diff;
+pub use diff::{diff, impact_words};
 pub use explain::{list as explain_list, page as explain_page};
 pub use findings::{finding, lint_summary, no_statements_finding};
 pub use github::github;

@@ -21,9 +21,16 @@ pub fn scratch(label: &str) -> PathBuf {
 
 /// `pg_dump --schema-only` of `db` without the random `\restrict` key lines.
 pub fn dump(db: &str) -> String {
+    dump_with(db, &[])
+}
+
+/// [`dump`] with more `pg_dump` options (`--schema=app`).
+pub fn dump_with(db: &str, options: &[&str]) -> String {
     let output = cluster()
         .command("pg_dump")
-        .args(["--schema-only", "-d"])
+        .args(["--schema-only"])
+        .args(options)
+        .arg("-d")
         .arg(cluster().connection_string(db))
         .output()
         .expect("pg_dump runs");

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use sha2::{Digest, Sha256};
 
-use super::diff::{changes, leftover, Change, DiffError};
+use super::diff::{access_changes, changes, leftover, AccessChange, Change, DiffError};
 use super::layout;
 use super::pull::unrestricted;
 use super::units::Units;
@@ -42,6 +42,12 @@ pub struct Compared {
     pub managed_schemas: Vec<String>,
     /// The statements, in the order they run.
     pub changes: Vec<Change>,
+    /// The changes of row-level security, policies and grants among them, with their
+    /// access impact: a plan with any runs only with the review's fingerprint.
+    pub access: Vec<AccessChange>,
+    /// SHA-256 of the access changes (hex), when there are some: what `apply --desired
+    /// --expect-rls-review` requires.
+    pub access_review: Option<String>,
     /// SHA-256 of the live `pg_dump --schema-only` read (hex).
     pub live_fingerprint: String,
     /// SHA-256 of the plan's SQL (hex).
@@ -156,6 +162,7 @@ pub async fn compare(conninfo: &str, desired: &Desired) -> Result<Compared, Comp
         })
         .collect();
     let planned = changes(&live, &wanted, &managed)?;
+    let access = access_changes(&live, &wanted, &managed);
     // INV: DS-2 — a plan is given only once it has run on a rebuilt copy of the live
     // schema and a second comparison finds nothing left to change.
     if !planned.is_empty() {
@@ -173,6 +180,13 @@ pub async fn compare(conninfo: &str, desired: &Desired) -> Result<Compared, Comp
         }
     }
     let live_fingerprint = hex(&Sha256::digest(live_dump.as_bytes()));
+    let access_review = (!access.is_empty()).then(|| {
+        let listed: String = access
+            .iter()
+            .map(|a| format!("{:?}\t{}\t{}\n", a.impact, a.object, a.sql))
+            .collect();
+        hex(&Sha256::digest(listed.as_bytes()))
+    });
     let plan_fingerprint = hex(&Sha256::digest(script(&planned).as_bytes()));
     Ok(Compared {
         server_version_num: version_num,
@@ -184,6 +198,8 @@ pub async fn compare(conninfo: &str, desired: &Desired) -> Result<Compared, Comp
         plan_fingerprint,
         converged: true,
         changes: planned,
+        access,
+        access_review,
         total_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
     })
 }

@@ -75,13 +75,7 @@ pub fn changes(
     desired: &Units,
     managed: &BTreeSet<String>,
 ) -> Result<Vec<Change>, DiffError> {
-    let manages_extensions = desired.by_key.keys().any(|k| k.kind == Kind::Extension);
-    let in_scope = |key: &Key| match key.kind {
-        Kind::Extension => manages_extensions,
-        Kind::Schema => managed.contains(&key.parts[0]),
-        Kind::Comment | Kind::Grant | Kind::DefaultPrivileges => true,
-        _ => key.schema().is_some_and(|s| managed.contains(s)),
-    };
+    let in_scope = scope(desired, managed);
     let mut drops: Vec<(usize, Change)> = Vec::new();
     for (key, unit) in &live.by_key {
         if !in_scope(key) {
@@ -117,16 +111,96 @@ pub fn changes(
     Ok(out)
 }
 
-/// What still differs between `after` and `desired` in the managed scope, in words:
-/// empty when a plan converged.
-pub fn leftover(after: &Units, desired: &Units, managed: &BTreeSet<String>) -> Vec<String> {
+/// Whether a key is managed: in a schema the desired files name (extensions only when
+/// they create some; comments and grants always, their objects being managed).
+fn scope<'a>(desired: &'a Units, managed: &'a BTreeSet<String>) -> impl Fn(&Key) -> bool + 'a {
     let manages_extensions = desired.by_key.keys().any(|k| k.kind == Kind::Extension);
-    let in_scope = |key: &Key| match key.kind {
+    move |key: &Key| match key.kind {
         Kind::Extension => manages_extensions,
         Kind::Schema => managed.contains(&key.parts[0]),
         Kind::Comment | Kind::Grant | Kind::DefaultPrivileges => true,
         _ => key.schema().is_some_and(|s| managed.contains(s)),
+    }
+}
+
+/// How a change may move who can read or write what.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Impact {
+    /// Someone may be able to see or change more (a grant, a permissive policy
+    /// added; row security turned off; a restrictive policy dropped).
+    MayWiden,
+    /// Someone may see or change less.
+    MayNarrow,
+    /// A policy's definition changed: either way.
+    Changed,
+}
+
+/// One change of access, for review.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct AccessChange {
+    /// The object, in words (`policy app.a.p_read`, the grant's text).
+    pub object: String,
+    /// Its impact.
+    pub impact: Impact,
+    /// The statement as it is on the side that has it (the desired one when both do).
+    pub sql: String,
+}
+
+/// The changes of row-level security, policies and grants between `live` and
+/// `desired`, each with its access impact.
+pub fn access_changes(
+    live: &Units,
+    desired: &Units,
+    managed: &BTreeSet<String>,
+) -> Vec<AccessChange> {
+    let in_scope = scope(desired, managed);
+    let keys: BTreeSet<&Key> = live
+        .by_key
+        .keys()
+        .chain(desired.by_key.keys())
+        .filter(|k| {
+            in_scope(k)
+                && matches!(
+                    k.kind,
+                    Kind::Policy | Kind::RowSecurity | Kind::ForceRowSecurity | Kind::Grant
+                )
+        })
+        .collect();
+    let permissive = |unit: &Unit| match &unit.statement.node {
+        NodeEnum::CreatePolicyStmt(p) => p.permissive,
+        _ => true,
     };
+    keys.into_iter()
+        .filter_map(|key| {
+            let (was, wanted) = (live.by_key.get(key), desired.by_key.get(key));
+            let impact = match (key.kind, was, wanted) {
+                (_, Some(a), Some(b)) if a.statement.text == b.statement.text => return None,
+                (_, Some(_), Some(_)) => Impact::Changed,
+                (Kind::Grant, None, Some(_)) => Impact::MayWiden,
+                (Kind::Grant, Some(_), None) => Impact::MayNarrow,
+                (Kind::RowSecurity | Kind::ForceRowSecurity, None, Some(_)) => Impact::MayNarrow,
+                (Kind::RowSecurity | Kind::ForceRowSecurity, Some(_), None) => Impact::MayWiden,
+                (_, None, Some(unit)) if permissive(unit) => Impact::MayWiden,
+                (_, None, Some(_)) => Impact::MayNarrow,
+                (_, Some(unit), None) if permissive(unit) => Impact::MayNarrow,
+                (_, Some(_), None) => Impact::MayWiden,
+                (_, None, None) => return None,
+            };
+            let sql = wanted.or(was).map(|u| u.statement.text.clone())?;
+            Some(AccessChange {
+                object: describe(key),
+                impact,
+                sql,
+            })
+        })
+        .collect()
+}
+
+/// What still differs between `after` and `desired` in the managed scope, in words:
+/// empty when a plan converged.
+pub fn leftover(after: &Units, desired: &Units, managed: &BTreeSet<String>) -> Vec<String> {
+    let in_scope = scope(desired, managed);
     let keys: BTreeSet<&Key> = after
         .by_key
         .keys()
@@ -164,7 +238,34 @@ fn recreated(kind: Kind) -> bool {
 }
 
 fn describe(key: &Key) -> String {
-    let kind = format!("{:?}", key.kind).to_lowercase();
+    let kind = match key.kind {
+        Kind::Schema => "schema",
+        Kind::Extension => "extension",
+        Kind::Type => "type",
+        Kind::DomainConstraint => "domain constraint",
+        Kind::Function => "function",
+        Kind::Aggregate => "aggregate",
+        Kind::Sequence => "sequence",
+        Kind::SequenceOwnedBy => "ownership of sequence",
+        Kind::Table => "table",
+        Kind::View => "view",
+        Kind::MaterializedView => "materialized view",
+        Kind::Default => "default of",
+        Kind::Identity => "identity of",
+        Kind::Constraint => "constraint",
+        Kind::Index => "index",
+        Kind::IndexAttach => "attachment of index",
+        Kind::Trigger => "trigger",
+        Kind::TriggerState => "enable state of trigger",
+        Kind::Policy => "policy",
+        Kind::Rule => "rule",
+        Kind::RowSecurity => "row level security of",
+        Kind::ForceRowSecurity => "forced row level security of",
+        Kind::Statistics => "statistics",
+        Kind::Attach => "attachment of partition",
+        Kind::TableSetting => "setting of",
+        Kind::Comment | Kind::Grant | Kind::DefaultPrivileges => "",
+    };
     match key.kind {
         Kind::Grant | Kind::DefaultPrivileges => key.parts[0].clone(),
         Kind::Comment => format!(
@@ -172,6 +273,10 @@ fn describe(key: &Key) -> String {
             key.parts[0].trim_start_matches("OBJECT_").to_lowercase()
         ),
         Kind::Function => format!("function {}.{}", key.parts[0], key.parts[1]),
+        Kind::TableSetting => format!(
+            "{kind} {}.{} ({})",
+            key.parts[0], key.parts[1], key.parts[2]
+        ),
         _ => format!("{kind} {}", key.parts.join(".")),
     }
 }
@@ -759,6 +864,44 @@ mod tests {
                 r#"DROP INDEX "app"."t_old""#,
                 "CREATE INDEX t_new ON app.t USING btree (id DESC)",
                 "CREATE TABLE app.u (id integer)",
+            ]
+        );
+    }
+
+    #[test]
+    fn access_changes_carry_their_impact() {
+        let managed: BTreeSet<String> = ["app".to_owned()].into();
+        let got = access_changes(
+            &units(
+                "CREATE TABLE app.t (id integer);
+                 GRANT SELECT ON TABLE app.t TO old_reader;
+                 CREATE POLICY keep ON app.t USING (true);
+                 CREATE POLICY gone ON app.t AS RESTRICTIVE USING (id > 0);",
+            ),
+            &units(
+                "CREATE TABLE app.t (id integer);
+                 GRANT SELECT ON TABLE app.t TO new_reader;
+                 ALTER TABLE app.t ENABLE ROW LEVEL SECURITY;
+                 CREATE POLICY keep ON app.t USING (id > 1);",
+            ),
+            &managed,
+        );
+        let impacts: Vec<(&str, Impact)> =
+            got.iter().map(|c| (c.object.as_str(), c.impact)).collect();
+        assert_eq!(
+            impacts,
+            [
+                ("policy app.t.gone", Impact::MayWiden),
+                ("policy app.t.keep", Impact::Changed),
+                ("row level security of app.t", Impact::MayNarrow),
+                (
+                    "GRANT SELECT ON TABLE app.t TO new_reader",
+                    Impact::MayWiden
+                ),
+                (
+                    "GRANT SELECT ON TABLE app.t TO old_reader",
+                    Impact::MayNarrow
+                ),
             ]
         );
     }
