@@ -604,6 +604,9 @@ pub struct ApplyArgs {
     /// only when it matches.
     #[arg(long, value_name = "FINGERPRINT", requires = "desired")]
     pub expect_rls_review: Option<String>,
+    /// With --desired: manage only this schema (repeatable), as `pgshift diff --schema`.
+    #[arg(long, value_name = "SCHEMA", requires = "desired")]
+    pub schema: Vec<String>,
     /// SQL to apply, instead of a file.
     #[arg(long, value_name = "SQL")]
     pub sql: Option<String>,
@@ -776,6 +779,10 @@ pub struct DiffArgs {
     /// Also write the plan's SQL to this file (it must not exist), for `pgshift apply`.
     #[arg(long, value_name = "FILE")]
     pub out: Option<std::path::PathBuf>,
+    /// Manage only this schema (repeatable); by default, every schema the desired
+    /// files name. Nothing outside the managed schemas is changed.
+    #[arg(long, value_name = "SCHEMA")]
+    pub schema: Vec<String>,
     #[command(flatten)]
     pub cas: CasArgs,
     /// Output format.

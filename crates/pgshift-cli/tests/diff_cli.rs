@@ -346,3 +346,44 @@ fn inv_ds_4_access_changes_run_only_with_a_matching_review() {
     );
     let _ = fs::remove_dir_all(&work);
 }
+
+#[test]
+fn schema_limits_what_diff_manages() {
+    let (db, work, desired) = pulled("diff_schema");
+    edit(
+        &desired.join("manifest.sql"),
+        "\\ir public/tables/%4Dixed%20%43ase.sql\n",
+        "",
+    );
+    let a = desired.join("app/tables/a.sql");
+    fs::write(
+        &a,
+        fs::read_to_string(&a).expect("a.sql") + "\nCREATE INDEX a_g ON app.a USING btree (g);\n",
+    )
+    .expect("written");
+    let objects = |report: &serde_json::Value| -> Vec<String> {
+        report["changes"]
+            .as_array()
+            .expect("changes")
+            .iter()
+            .map(|c| c["object"].as_str().unwrap_or("").to_owned())
+            .collect()
+    };
+    let (code, all) = diff_json(&db, &desired, &[]);
+    assert_eq!(code, 0, "{all}");
+    assert_eq!(
+        objects(&all),
+        ["index app.a_g"],
+        "public is not named: unmanaged"
+    );
+    let (code, both) = diff_json(&db, &desired, &["--schema", "app", "--schema", "public"]);
+    assert_eq!(code, 0, "{both}");
+    assert_eq!(
+        objects(&both),
+        ["table public.Mixed Case", "index app.a_g"],
+        "public managed: its table is dropped"
+    );
+    let (_, app) = diff_json(&db, &desired, &["--schema", "public"]);
+    assert_eq!(objects(&app), ["table public.Mixed Case"], "{app}");
+    let _ = fs::remove_dir_all(&work);
+}

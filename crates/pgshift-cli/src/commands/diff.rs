@@ -38,7 +38,7 @@ async fn run_async(args: &DiffArgs) -> Result<u8, CliError> {
             spec.redacted()
         );
     }
-    let compared = compare(&conninfo, &desired)
+    let compared = compare(&conninfo, &desired, &args.schema)
         .await
         .map_err(|e| failure(&e))?;
     let script = compared.script();
@@ -96,7 +96,7 @@ pub(crate) async fn desired_input(
     super::spec(args.url.as_deref())?;
     let desired = read_desired(desired)?;
     let conninfo = super::connection::connection_text(args.url.as_deref());
-    let compared = compare(&conninfo, &desired)
+    let compared = compare(&conninfo, &desired, &args.schema)
         .await
         .map_err(|e| failure(&e))?;
     // INV: DS-3 — a stale review or an unacknowledged destructive change refuses the

@@ -107,8 +107,13 @@ impl CompareError {
     }
 }
 
-/// The plan that takes the database `conninfo` names to `desired`.
-pub async fn compare(conninfo: &str, desired: &Desired) -> Result<Compared, CompareError> {
+/// The plan that takes the database `conninfo` names to `desired`, managing the
+/// `schemas` given, or (none given) those the desired files name.
+pub async fn compare(
+    conninfo: &str,
+    desired: &Desired,
+    schemas: &[String],
+) -> Result<Compared, CompareError> {
     let started = Instant::now();
     let (version_num, globals) = read_target(conninfo).await?;
     let install = install::for_major(version_num / 10_000)?;
@@ -153,14 +158,18 @@ pub async fn compare(conninfo: &str, desired: &Desired) -> Result<Compared, Comp
     };
     let live = units_of(&live_db)?;
     let wanted = units_of(&desired_db)?;
-    let managed: BTreeSet<String> = wanted
-        .by_key
-        .keys()
-        .filter_map(|k| match k.kind {
-            super::units::Kind::Schema => k.parts.first().cloned(),
-            _ => k.schema().map(str::to_owned),
-        })
-        .collect();
+    let managed: BTreeSet<String> = if schemas.is_empty() {
+        wanted
+            .by_key
+            .keys()
+            .filter_map(|k| match k.kind {
+                super::units::Kind::Schema => k.parts.first().cloned(),
+                _ => k.schema().map(str::to_owned),
+            })
+            .collect()
+    } else {
+        schemas.iter().cloned().collect()
+    };
     let planned = changes(&live, &wanted, &managed)?;
     let access = access_changes(&live, &wanted, &managed);
     // INV: DS-2 — a plan is given only once it has run on a rebuilt copy of the live

@@ -96,6 +96,9 @@ pub fn changes(
     let mut creates: Vec<(&Key, &Unit)> = desired.by_key.iter().collect();
     creates.sort_by_key(|(_, u)| u.position);
     for (key, unit) in creates {
+        if !in_scope(key) {
+            continue;
+        }
         match live.by_key.get(key) {
             None => out.extend(with_settings(create(key, unit), unit)),
             Some(was) if was.statement.text != unit.statement.text => {
@@ -910,9 +913,9 @@ mod tests {
     fn unmanaged_schemas_are_left_alone() {
         let got = plan(
             "CREATE TABLE other.t (id integer); CREATE TABLE app.t (id integer);",
-            "CREATE TABLE app.t (id integer);",
+            "CREATE TABLE app.t (id integer); CREATE TABLE elsewhere.u (id integer);",
         );
-        assert!(got.is_empty(), "{got:?}");
+        assert!(got.is_empty(), "neither dropped nor created: {got:?}");
     }
 
     #[test]
