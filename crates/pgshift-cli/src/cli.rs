@@ -172,6 +172,11 @@ pub enum Command {
     /// syntax trees, proven there to converge, and planned as `plan` plans them.
     #[command(after_help = DIFF_EXIT_CODES)]
     Diff(DiffArgs),
+    /// Rewrite desired schema files (a folder, a SQL file, or -) into a new folder in
+    /// the canonical layout `pull` writes: run on a throwaway cluster and pulled back,
+    /// with pull's proof.
+    #[command(after_help = PULL_EXIT_CODES)]
+    Fmt(FmtArgs),
 }
 
 impl Command {
@@ -785,6 +790,25 @@ pub struct DiffArgs {
     pub schema: Vec<String>,
     #[command(flatten)]
     pub cas: CasArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+/// `pgshift fmt`.
+#[derive(Debug, clap::Args)]
+pub struct FmtArgs {
+    /// The desired schema: a folder with manifest.sql, a SQL file, or - for stdin.
+    #[arg(value_name = "DESIRED")]
+    pub desired: String,
+    /// The folder to write: it must not exist, or be empty.
+    #[arg(long, value_name = "DIR")]
+    pub out: std::path::PathBuf,
+    /// A live database whose major version, roles and tablespaces the files run
+    /// with (read only); without it, the PostgreSQL installation pgshift finds and no
+    /// roles.
+    #[arg(long, value_name = "URL")]
+    pub like: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,

@@ -170,3 +170,61 @@ fn an_uncovered_object_kind_is_refused_and_nothing_is_written() {
     assert!(left.is_empty(), "nothing is written: {left:?}");
     let _ = fs::remove_dir_all(&work);
 }
+
+#[test]
+fn fmt_writes_the_layout_pull_writes_and_is_a_fixed_point() {
+    let work = scratch("fmt");
+    let rich = workspace_root().join("crates/pgshift-cli/tests/data/desired/rich.sql");
+    let first = work.join("first");
+    let run = pgshift(&[
+        "fmt",
+        rich.to_str().expect("UTF-8"),
+        "--out",
+        first.to_str().expect("UTF-8"),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).expect("one document");
+    assert_eq!(report["command"], "fmt");
+    assert!(first.join("app/tables/a.sql").is_file(), "{report}");
+    let db = cluster().fresh_database("fmt_live").expect("database");
+    cluster().psql_file(&db, &rich).expect("the schema loads");
+    let url = cluster().connection_string(&db);
+    // The formatted folder formats to the same bytes (its grants name a role the
+    // files do not create: `--like` borrows the live database's).
+    let second = work.join("second");
+    let run = pgshift(&[
+        "fmt",
+        first.to_str().expect("UTF-8"),
+        "--out",
+        second.to_str().expect("UTF-8"),
+        "--like",
+        &url,
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    for file in [
+        "manifest.sql",
+        "app/tables/a.sql",
+        "app/tables/c.sql",
+        "foreign_keys.sql",
+    ] {
+        assert_eq!(
+            fs::read(first.join(file)).expect("first"),
+            fs::read(second.join(file)).expect("second"),
+            "{file}"
+        );
+    }
+    // And it is the schema the file makes: diff of a database loaded with it is empty.
+    let diff = pgshift(&[
+        "diff",
+        "--url",
+        &url,
+        first.to_str().expect("UTF-8"),
+        "--format",
+        "json",
+    ]);
+    let json: serde_json::Value = serde_json::from_str(&diff.stdout).expect("one document");
+    assert_eq!(json["changes"].as_array().map(Vec::len), Some(0), "{json}");
+    let _ = fs::remove_dir_all(&work);
+}

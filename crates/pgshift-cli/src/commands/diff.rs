@@ -185,7 +185,7 @@ pub(crate) async fn desired_input(
     }))
 }
 
-fn read_desired(desired: &str) -> Result<Desired, CliError> {
+pub(crate) fn read_desired(desired: &str) -> Result<Desired, CliError> {
     if desired == "-" {
         let mut text = String::new();
         std::io::stdin()

@@ -43,6 +43,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Audit(args) => audit::run(&args),
         Command::Pull(args) => pull::run(&args),
         Command::Diff(args) => diff::run(&args),
+        Command::Fmt(args) => pull::fmt(&args),
     };
     ExitCode::from(code)
 }

@@ -27,6 +27,9 @@ pub enum PullError {
         /// The first of them, marked `live:` or `files:`.
         first: String,
     },
+    /// The desired files (of `fmt`) did not run on the throwaway cluster.
+    #[error("the desired files did not run on a throwaway cluster: {0}")]
+    DesiredDidNotRun(String),
     /// The files did not run on the throwaway cluster.
     #[error("the pulled files failed on a throwaway cluster, so nothing was written: {0}")]
     DidNotRun(String),

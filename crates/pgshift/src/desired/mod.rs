@@ -13,11 +13,13 @@
 //! [`compare`] builds the live schema and the desired files side by side on a
 //! throwaway cluster, compares them statement by statement ([`units`]), writes the
 //! changes ([`diff`]) and runs them on the rebuilt live schema until nothing is left
-//! to change (DS-2).
+//! to change (DS-2). [`fmt`] runs desired files on a throwaway cluster and pulls them
+//! back into the canonical layout.
 
 mod compare;
 pub mod diff;
 mod error;
+mod fmt;
 pub mod layout;
 pub mod objects;
 mod pull;
@@ -26,4 +28,5 @@ pub mod units;
 
 pub use compare::{compare, CompareError, Compared, Desired};
 pub use error::PullError;
+pub use fmt::fmt;
 pub use pull::{pull, Fidelity, PullTimings, Pulled, PulledFileSummary};
