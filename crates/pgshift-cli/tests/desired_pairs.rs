@@ -1,8 +1,10 @@
 //! Desired state against PostgreSQL, on generated pairs of schemas: a seeded generator
 //! writes a schema (tables with typed columns, defaults, NOT NULL, keys, checks,
-//! indexes, comments, views), a mutation of it (columns added, dropped, retyped,
-//! defaults and NOT NULL changed, indexes and checks added, dropped and changed,
-//! comments, tables and views added and dropped), and the first is loaded with rows.
+//! indexes, comments, fillfactors, views, an enum type and a sequence), a mutation of
+//! it (columns added, dropped, retyped, defaults and NOT NULL changed, indexes and
+//! checks added, dropped and changed, comments and fillfactors, tables and views added
+//! and dropped, an enum label added anywhere, the sequence's increment), and the first
+//! is loaded with rows.
 //! `pgshift apply --desired` of the second must then leave `diff` with nothing, the
 //! `app` schema must dump exactly as the second run natively on an empty database,
 //! and every row of every table kept must still be there.
@@ -92,6 +94,7 @@ struct Table {
     indexes: Vec<Index>,
     checks: Vec<(String, String)>,
     comment: Option<String>,
+    fillfactor: Option<u64>,
 }
 
 #[derive(Clone, Debug)]
@@ -101,11 +104,27 @@ struct View {
     columns: Vec<String>,
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 struct Model {
     tables: Vec<Table>,
     views: Vec<View>,
     next: usize,
+    /// The labels of the enum type `app.mood`.
+    labels: Vec<String>,
+    /// The increment of the sequence `app.counter`.
+    increment: u64,
+}
+
+impl Default for Model {
+    fn default() -> Self {
+        Model {
+            tables: Vec::new(),
+            views: Vec::new(),
+            next: 0,
+            labels: vec!["low".to_owned(), "high".to_owned()],
+            increment: 1,
+        }
+    }
 }
 
 impl Column {
@@ -141,6 +160,7 @@ impl Model {
             comment: rng
                 .chance(30)
                 .then(|| format!("table note {}", rng.below(100))),
+            fillfactor: rng.chance(30).then(|| 50 + rng.below(50) as u64),
         };
         for _ in 0..1 + rng.below(4) {
             let column = self.column(rng);
@@ -221,7 +241,7 @@ impl Model {
     fn mutate(&mut self, rng: &mut Rng) -> String {
         for _ in 0..20 {
             let t = rng.below(self.tables.len());
-            let kind = rng.below(13);
+            let kind = rng.below(17);
             let table_name = self.tables[t].name.clone();
             let done = match kind {
                 0 => {
@@ -332,6 +352,24 @@ impl Model {
                         })
                     }
                 }
+                13 => {
+                    let table = &mut self.tables[t];
+                    table.fillfactor = match table.fillfactor {
+                        Some(_) if rng.chance(50) => None,
+                        _ => Some(50 + rng.below(50) as u64),
+                    };
+                    Some(format!("change the fillfactor of {table_name}"))
+                }
+                14 => {
+                    let label = self.fresh("label");
+                    let at = rng.below(self.labels.len() + 1);
+                    self.labels.insert(at, label.clone());
+                    Some(format!("add enum label {label}"))
+                }
+                15 => {
+                    self.increment += 1 + rng.below(5) as u64;
+                    Some("change the sequence's increment".to_owned())
+                }
                 _ => {
                     if self.views.is_empty() || rng.chance(40) {
                         self.add_view(rng);
@@ -351,6 +389,13 @@ impl Model {
 
     fn sql(&self) -> String {
         let mut out = String::from("CREATE SCHEMA app;\n");
+        let labels: Vec<String> = self.labels.iter().map(|l| format!("'{l}'")).collect();
+        let _ = writeln!(out, "CREATE TYPE app.mood AS ENUM ({});", labels.join(", "));
+        let _ = writeln!(
+            out,
+            "CREATE SEQUENCE app.counter INCREMENT BY {};",
+            self.increment
+        );
         for table in &self.tables {
             let mut lines = vec!["    id bigint NOT NULL".to_owned()];
             for c in &table.columns {
@@ -368,9 +413,13 @@ impl Model {
             }
             let _ = writeln!(
                 out,
-                "CREATE TABLE app.{} (\n{}\n);",
+                "CREATE TABLE app.{} (\n{}\n){};",
                 table.name,
-                lines.join(",\n")
+                lines.join(",\n"),
+                table
+                    .fillfactor
+                    .map(|f| format!(" WITH (fillfactor = {f})"))
+                    .unwrap_or_default()
             );
             let _ = writeln!(
                 out,

@@ -179,8 +179,8 @@ fn a_difference_diff_does_not_cover_is_named() {
     let (db, work, desired) = pulled("diff_uncovered");
     edit(
         &desired.join("app/tables/a.sql"),
-        "fillfactor='80'",
-        "fillfactor='90'",
+        "((id * 2))",
+        "((id * 3))",
     );
     let (code, report) = diff_json(&db, &desired, &[]);
     assert_eq!(code, 2, "{report}");
@@ -189,7 +189,7 @@ fn a_difference_diff_does_not_cover_is_named() {
         report["message"]
             .as_str()
             .unwrap_or("")
-            .contains("table app.a"),
+            .contains("column app.a.g"),
         "{report}"
     );
     let _ = fs::remove_dir_all(&work);

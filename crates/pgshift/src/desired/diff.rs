@@ -548,6 +548,29 @@ fn alter(key: &Key, was: &Unit, wanted: &Unit) -> Result<Vec<Change>, DiffError>
                 destructive: false,
             }])
         }
+        Kind::Type => match (&was.statement.node, &wanted.statement.node) {
+            (NodeEnum::CreateEnumStmt(old), NodeEnum::CreateEnumStmt(new)) => {
+                enum_values(&object, old, new)
+            }
+            _ => unsupported(&object, "a change of its definition"),
+        },
+        Kind::Sequence => match (&was.statement.node, &wanted.statement.node) {
+            (NodeEnum::CreateSeqStmt(_), NodeEnum::CreateSeqStmt(new)) => {
+                let alter = pgshift_sql::ast::AlterSeqStmt {
+                    sequence: new.sequence.clone(),
+                    options: new.options.clone(),
+                    for_identity: false,
+                    missing_ok: false,
+                };
+                Ok(vec![Change {
+                    sql: sql_of(NodeEnum::AlterSeqStmt(alter), &object)?,
+                    action: Action::Alter,
+                    object,
+                    destructive: false,
+                }])
+            }
+            _ => unsupported(&object, "a change of its definition"),
+        },
         // Statements that set what they set, whatever was there.
         Kind::Default
         | Kind::TriggerState
@@ -556,6 +579,106 @@ fn alter(key: &Key, was: &Unit, wanted: &Unit) -> Result<Vec<Change>, DiffError>
         | Kind::TableSetting => Ok(desired_text(false)),
         _ => unsupported(&object, "a change of its definition"),
     }
+}
+
+/// `ALTER TYPE … ADD VALUE` for each label the desired enum has that the live one
+/// lacks, placed by its neighbour; a label removed or moved is not covered (PostgreSQL
+/// cannot do either in place).
+fn enum_values(
+    object: &str,
+    old: &pgshift_sql::ast::CreateEnumStmt,
+    new: &pgshift_sql::ast::CreateEnumStmt,
+) -> Result<Vec<Change>, DiffError> {
+    let (was, wanted) = (strings(&old.vals), strings(&new.vals));
+    let kept: Vec<&String> = wanted.iter().filter(|v| was.contains(v)).collect();
+    if kept.len() != was.len() || kept.iter().zip(&was).any(|(a, b)| *a != b) {
+        return unsupported(object, "a label removed or moved");
+    }
+    let mut out = Vec::new();
+    for (i, value) in wanted.iter().enumerate() {
+        if was.contains(value) {
+            continue;
+        }
+        // Before the next label the live type has, else after the one before it.
+        let (neighbor, after) = match wanted[i + 1..].iter().find(|v| was.contains(v)) {
+            Some(next) => (next.clone(), false),
+            None => (wanted[..i].last().cloned().unwrap_or_default(), true),
+        };
+        let stmt = pgshift_sql::ast::AlterEnumStmt {
+            type_name: new.type_name.clone(),
+            old_val: String::new(),
+            new_val: value.clone(),
+            new_val_neighbor: neighbor,
+            new_val_is_after: after,
+            skip_if_new_val_exists: false,
+        };
+        out.push(Change {
+            sql: sql_of(NodeEnum::AlterEnumStmt(stmt), object)?,
+            action: Action::Alter,
+            object: object.to_owned(),
+            destructive: false,
+        });
+    }
+    Ok(out)
+}
+
+fn strings(nodes: &[Node]) -> Vec<String> {
+    crate::classify::names::strings(nodes)
+}
+
+/// `ALTER TABLE … SET (…)` of the options the desired table sets otherwise, and
+/// `RESET (…)` of those it no longer sets.
+fn options(
+    relation: &RangeVar,
+    object: &str,
+    old: &[Node],
+    new: &[Node],
+) -> Result<Vec<Change>, DiffError> {
+    let name = |n: &Node| match &n.node {
+        Some(NodeEnum::DefElem(d)) => Some((d.defnamespace.clone(), d.defname.clone())),
+        _ => None,
+    };
+    let set: Vec<Node> = new
+        .iter()
+        .filter(|n| !old.iter().any(|o| shape_of(o) == shape_of(*n)))
+        .cloned()
+        .collect();
+    let reset: Vec<Node> = old
+        .iter()
+        .filter(|o| !new.iter().any(|n| name(n) == name(o)))
+        .map(|o| match &o.node {
+            Some(NodeEnum::DefElem(d)) => Node {
+                node: Some(NodeEnum::DefElem(Box::new(pgshift_sql::ast::DefElem {
+                    defnamespace: d.defnamespace.clone(),
+                    defname: d.defname.clone(),
+                    arg: None,
+                    defaction: d.defaction,
+                    location: 0,
+                    arg_location: 0,
+                }))),
+            },
+            _ => o.clone(),
+        })
+        .collect();
+    let mut out = Vec::new();
+    for (items, command) in [
+        (set, AlterTableType::AtSetRelOptions),
+        (reset, AlterTableType::AtResetRelOptions),
+    ] {
+        if items.is_empty() {
+            continue;
+        }
+        let list = Node {
+            node: Some(NodeEnum::List(pgshift_sql::ast::List { items })),
+        };
+        out.push(alter_table(
+            relation,
+            object,
+            AtCommand::Options(command, list),
+            false,
+        )?);
+    }
+    Ok(out)
 }
 
 /// A table's column and check changes, from both `CREATE TABLE`s' syntax trees.
@@ -572,7 +695,6 @@ fn table(key: &Key, was: &Unit, wanted: &Unit) -> Result<Vec<Change>, DiffError>
             shape_of(&s.partbound),
             shape_of(&s.partspec),
             shape_of(&s.of_typename),
-            shape_of(&s.options),
             s.oncommit,
             s.tablespacename.clone(),
             s.access_method.clone(),
@@ -582,7 +704,7 @@ fn table(key: &Key, was: &Unit, wanted: &Unit) -> Result<Vec<Change>, DiffError>
     if table_level(old) != table_level(new) {
         return unsupported(
             &format!("table {object}"),
-            "a change of its partitioning, inheritance, options, persistence, tablespace or access method",
+            "a change of its partitioning, inheritance, persistence, tablespace or access method",
         );
     }
     let relation = new.relation.clone().unwrap_or_default();
@@ -607,6 +729,12 @@ fn table(key: &Key, was: &Unit, wanted: &Unit) -> Result<Vec<Change>, DiffError>
             })
             .collect()
     };
+    out.extend(options(
+        &relation,
+        &format!("options of table {object}"),
+        &old.options,
+        &new.options,
+    )?);
     let (old_columns, new_columns) = (columns(old), columns(new));
     let (old_checks, new_checks) = (checks(old), checks(new));
     // Checks dropped or changed first: a check may read a column dropped below.
@@ -737,6 +865,7 @@ fn table(key: &Key, was: &Unit, wanted: &Unit) -> Result<Vec<Change>, DiffError>
 }
 
 enum AtCommand {
+    Options(AlterTableType, Node),
     Add(ColumnDef),
     Type(ColumnDef),
     Default(String, Option<Box<Node>>),
@@ -756,6 +885,10 @@ fn alter_table(
         ..Default::default()
     };
     match command {
+        AtCommand::Options(subtype, list) => {
+            cmd.subtype = subtype as i32;
+            cmd.def = Some(Box::new(list));
+        }
         AtCommand::Add(column) => {
             cmd.subtype = AlterTableType::AtAddColumn as i32;
             cmd.def = node(NodeEnum::ColumnDef(Box::new(column)));
@@ -922,11 +1055,41 @@ mod tests {
     fn a_change_without_a_mechanical_statement_is_named() {
         let managed: BTreeSet<String> = ["app".to_owned()].into();
         let err = changes(
-            &units("CREATE TABLE app.t (id integer) WITH (fillfactor='80');"),
-            &units("CREATE TABLE app.t (id integer);"),
+            &units("CREATE TABLE app.t (id integer) PARTITION BY RANGE (id);"),
+            &units("CREATE TABLE app.t (id integer) PARTITION BY LIST (id);"),
             &managed,
         )
-        .expect_err("reloptions are not covered");
+        .expect_err("partitioning is not covered");
         assert!(err.to_string().contains("table app.t"), "{err}");
+        let err = changes(
+            &units("CREATE TYPE app.e AS ENUM ('a', 'b');"),
+            &units("CREATE TYPE app.e AS ENUM ('b', 'a');"),
+            &managed,
+        )
+        .expect_err("moving a label is not covered");
+        assert!(err.to_string().contains("moved"), "{err}");
+    }
+
+    #[test]
+    fn options_enum_labels_and_sequences_are_altered_in_place() {
+        let got = plan(
+            "CREATE TABLE app.t (id integer) WITH (fillfactor='80', autovacuum_enabled='false');
+             CREATE TYPE app.e AS ENUM ('a', 'c');
+             CREATE SEQUENCE app.s START WITH 1 INCREMENT BY 1 NO MINVALUE NO MAXVALUE CACHE 1;",
+            "CREATE TABLE app.t (id integer) WITH (fillfactor='90');
+             CREATE TYPE app.e AS ENUM ('0', 'a', 'b', 'c', 'd');
+             CREATE SEQUENCE app.s START WITH 1 INCREMENT BY 5 NO MINVALUE NO MAXVALUE CACHE 1;",
+        );
+        assert_eq!(
+            sql(&got),
+            [
+                "ALTER TABLE app.t SET (fillfactor='90')",
+                "ALTER TABLE app.t RESET (autovacuum_enabled)",
+                "ALTER TYPE app.e ADD VALUE '0' BEFORE 'a'",
+                "ALTER TYPE app.e ADD VALUE 'b' BEFORE 'c'",
+                "ALTER TYPE app.e ADD VALUE 'd' AFTER 'c'",
+                "ALTER SEQUENCE app.s START 1 INCREMENT 5 NO MINVALUE NO MAXVALUE CACHE 1",
+            ]
+        );
     }
 }
