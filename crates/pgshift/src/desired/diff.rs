@@ -93,6 +93,16 @@ pub fn changes(
     }
     drops.sort_by_key(|d| std::cmp::Reverse(d.0));
     let mut out: Vec<Change> = drops.into_iter().map(|(_, c)| c).collect();
+    // A partition's columns and checks follow its parent's: PostgreSQL refuses most
+    // column changes on a partition itself, and the parent's recurse. What else
+    // differs on a partition is left to the convergence check to find.
+    let partition = |key: &Key| {
+        key.kind == Kind::Table
+            && live.by_key.contains_key(&Key {
+                kind: Kind::Attach,
+                parts: key.parts.clone(),
+            })
+    };
     let mut creates: Vec<(&Key, &Unit)> = desired.by_key.iter().collect();
     creates.sort_by_key(|(_, u)| u.position);
     for (key, unit) in creates {
@@ -104,6 +114,8 @@ pub fn changes(
             Some(was) if was.statement.text != unit.statement.text => {
                 if recreated(key.kind) {
                     out.extend(with_settings(create(key, unit), unit));
+                } else if partition(key) {
+                    continue;
                 } else {
                     out.extend(alter(key, was, unit)?);
                 }
@@ -1040,6 +1052,19 @@ mod tests {
                 ),
             ]
         );
+    }
+
+    #[test]
+    fn a_partitions_columns_follow_its_parent() {
+        let got = plan(
+            "CREATE TABLE app.p (id integer, t integer) PARTITION BY RANGE (t);
+             CREATE TABLE app.p_0 (id integer, t integer);
+             ALTER TABLE ONLY app.p ATTACH PARTITION app.p_0 FOR VALUES FROM (0) TO (10);",
+            "CREATE TABLE app.p (id bigint, t integer) PARTITION BY RANGE (t);
+             CREATE TABLE app.p_0 (id bigint, t integer);
+             ALTER TABLE ONLY app.p ATTACH PARTITION app.p_0 FOR VALUES FROM (0) TO (10);",
+        );
+        assert_eq!(sql(&got), ["ALTER TABLE app.p ALTER COLUMN id TYPE bigint"]);
     }
 
     #[test]
