@@ -1,10 +1,10 @@
 //! Desired state against PostgreSQL, on generated pairs of schemas: a seeded generator
 //! writes a schema (tables with typed columns, defaults, NOT NULL, keys, checks,
-//! indexes, comments, fillfactors, views, an enum type and a sequence), a mutation of
-//! it (columns added, dropped, retyped, defaults and NOT NULL changed, indexes and
-//! checks added, dropped and changed, comments and fillfactors, tables and views added
-//! and dropped, an enum label added anywhere, the sequence's increment), and the first
-//! is loaded with rows.
+//! indexes, foreign keys with their actions, comments, fillfactors, views, an enum type
+//! and a sequence), a mutation of it (columns added, dropped, retyped, defaults and NOT
+//! NULL changed, indexes, checks and foreign keys added, dropped and changed, comments
+//! and fillfactors, tables and views added and dropped, an enum label added anywhere,
+//! the sequence's increment), and the first is loaded with rows.
 //! `pgshift apply --desired` of the second must then leave `diff` with nothing, the
 //! `app` schema must dump exactly as the second run natively on an empty database,
 //! and every row of every table kept must still be there.
@@ -70,9 +70,14 @@ const TYPES: [(&str, &str, &str, bool, Option<&str>); 6] = [
     ),
 ];
 
+/// Foreign-key actions the generator draws.
+const ACTIONS: [&str; 4] = ["NO ACTION", "CASCADE", "SET NULL", "RESTRICT"];
+
 #[derive(Clone, Debug)]
 struct Column {
     name: String,
+    /// The table whose key it references (its values are then that key's).
+    references: Option<String>,
     ty: usize,
     retyped: Option<&'static str>,
     not_null: bool,
@@ -95,6 +100,8 @@ struct Table {
     checks: Vec<(String, String)>,
     comment: Option<String>,
     fillfactor: Option<u64>,
+    /// Foreign keys: name, column, referenced table (always an earlier one), action.
+    fks: Vec<(String, String, String, &'static str)>,
 }
 
 #[derive(Clone, Debug)]
@@ -161,6 +168,7 @@ impl Model {
                 .chance(30)
                 .then(|| format!("table note {}", rng.below(100))),
             fillfactor: rng.chance(30).then(|| 50 + rng.below(50) as u64),
+            fks: Vec::new(),
         };
         for _ in 0..1 + rng.below(4) {
             let column = self.column(rng);
@@ -172,13 +180,44 @@ impl Model {
         if rng.chance(40) {
             self.add_check(&mut table, rng);
         }
+        if rng.chance(50) {
+            self.add_fk(&mut table, rng);
+        }
         self.tables.push(table);
+    }
+
+    /// A nullable column referencing an earlier table's key, with a random action.
+    fn add_fk(&mut self, table: &mut Table, rng: &mut Rng) -> bool {
+        let Some(target) = self
+            .tables
+            .iter()
+            .map(|t| t.name.clone())
+            .take_while(|n| *n != table.name)
+            .nth(rng.below(self.tables.len()))
+        else {
+            return false;
+        };
+        let column = self.fresh("r");
+        table.columns.push(Column {
+            name: column.clone(),
+            references: Some(target.clone()),
+            ty: 1,
+            retyped: None,
+            not_null: false,
+            default: false,
+        });
+        let name = self.fresh(&format!("{}_f", table.name));
+        table
+            .fks
+            .push((name, column, target, ACTIONS[rng.below(ACTIONS.len())]));
+        true
     }
 
     fn column(&mut self, rng: &mut Rng) -> Column {
         let default = rng.chance(50);
         Column {
             name: self.fresh("c"),
+            references: None,
             ty: rng.below(TYPES.len()),
             retyped: None,
             not_null: default && rng.chance(60),
@@ -241,7 +280,7 @@ impl Model {
     fn mutate(&mut self, rng: &mut Rng) -> String {
         for _ in 0..20 {
             let t = rng.below(self.tables.len());
-            let kind = rng.below(17);
+            let kind = rng.below(20);
             let table_name = self.tables[t].name.clone();
             let done = match kind {
                 0 => {
@@ -264,6 +303,7 @@ impl Model {
                         table.columns.retain(|c| c.name != column);
                         table.indexes.retain(|i| i.column != column);
                         table.checks.retain(|(_, e)| !e.contains(&column));
+                        table.fks.retain(|fk| fk.1 != column);
                         format!("drop column {table_name}.{column}")
                     })
                 }
@@ -342,10 +382,13 @@ impl Model {
                         self.add_table(rng);
                         Some("add a table".to_owned())
                     } else {
-                        let unviewed = self
-                            .tables
-                            .iter()
-                            .position(|t| !self.views.iter().any(|v| v.table == t.name));
+                        let unviewed = self.tables.iter().position(|t| {
+                            !self.views.iter().any(|v| v.table == t.name)
+                                && !self
+                                    .tables
+                                    .iter()
+                                    .any(|o| o.fks.iter().any(|fk| fk.2 == t.name))
+                        });
                         unviewed.map(|p| {
                             let gone = self.tables.remove(p);
                             format!("drop table {}", gone.name)
@@ -370,6 +413,21 @@ impl Model {
                     self.increment += 1 + rng.below(5) as u64;
                     Some("change the sequence's increment".to_owned())
                 }
+                16 => {
+                    let mut table = self.tables[t].clone();
+                    let added = self.add_fk(&mut table, rng);
+                    self.tables[t] = table;
+                    added.then(|| format!("add a foreign key to {table_name}"))
+                }
+                17 => self.tables[t]
+                    .fks
+                    .pop()
+                    .map(|(name, ..)| format!("drop foreign key {name}")),
+                18 => self.tables[t].fks.first_mut().map(|fk| {
+                    fk.3 = ACTIONS[(ACTIONS.iter().position(|a| *a == fk.3).unwrap_or(0) + 1)
+                        % ACTIONS.len()];
+                    format!("change the action of foreign key {}", fk.0)
+                }),
                 _ => {
                     if self.views.is_empty() || rng.chance(40) {
                         self.add_view(rng);
@@ -441,6 +499,16 @@ impl Model {
                 let _ = writeln!(out, "COMMENT ON TABLE app.{} IS '{comment}';", table.name);
             }
         }
+        for table in &self.tables {
+            for (name, column, target, action) in &table.fks {
+                let _ = writeln!(
+                    out,
+                    "ALTER TABLE app.{} ADD CONSTRAINT {name} FOREIGN KEY ({column}) \
+                     REFERENCES app.{target} (id) ON DELETE {action};",
+                    table.name
+                );
+            }
+        }
         for view in &self.views {
             let _ = writeln!(
                 out,
@@ -461,7 +529,11 @@ impl Model {
             let mut values = vec!["g".to_owned()];
             for c in &table.columns {
                 names.push(c.name.clone());
-                values.push(TYPES[c.ty].1.to_owned());
+                values.push(if c.references.is_some() {
+                    "g".to_owned()
+                } else {
+                    TYPES[c.ty].1.to_owned()
+                });
             }
             let _ = writeln!(
                 out,
