@@ -130,10 +130,14 @@ pub fn changes(
 /// they create some; comments and grants always, their objects being managed).
 fn scope<'a>(desired: &'a Units, managed: &'a BTreeSet<String>) -> impl Fn(&Key) -> bool + 'a {
     let manages_extensions = desired.by_key.keys().any(|k| k.kind == Kind::Extension);
+    let manages_publications = desired.by_key.keys().any(|k| k.kind == Kind::Publication);
     move |key: &Key| match key.kind {
         Kind::Extension => manages_extensions,
         Kind::Schema => managed.contains(&key.parts[0]),
         Kind::Comment | Kind::Grant | Kind::DefaultPrivileges => true,
+        // A publication is the database's, not a schema's: managed where the desired
+        // files have some.
+        Kind::Publication | Kind::PublicationMember => manages_publications,
         _ => key.schema().is_some_and(|s| managed.contains(s)),
     }
 }
@@ -277,8 +281,11 @@ fn describe(key: &Key) -> String {
         Kind::RowSecurity => "row level security of",
         Kind::ForceRowSecurity => "forced row level security of",
         Kind::Statistics => "statistics",
+        Kind::StatisticsTarget => "statistics target of",
         Kind::Attach => "attachment of partition",
         Kind::TableSetting => "setting of",
+        Kind::Publication => "publication",
+        Kind::PublicationMember => "tables of publication",
         Kind::Comment | Kind::Grant | Kind::DefaultPrivileges => "",
     };
     match key.kind {
@@ -288,6 +295,7 @@ fn describe(key: &Key) -> String {
             key.parts[0].trim_start_matches("OBJECT_").to_lowercase()
         ),
         Kind::Function => format!("function {}.{}", key.parts[0], key.parts[1]),
+        Kind::PublicationMember => format!("{kind} {}", key.parts[0]),
         Kind::TableSetting => format!(
             "{kind} {}.{} ({})",
             key.parts[0], key.parts[1], key.parts[2]
@@ -355,6 +363,29 @@ fn drop(key: &Key, unit: &Unit) -> Result<Change, DiffError> {
         }
         Kind::Extension => plain(format!("DROP EXTENSION {}", quote_ident(&p[0])), true),
         Kind::Schema => plain(format!("DROP SCHEMA {}", quote_ident(&p[0])), true),
+        Kind::Publication => plain(format!("DROP PUBLICATION {}", quote_ident(&p[0])), false),
+        Kind::PublicationMember => match &unit.statement.node {
+            NodeEnum::AlterPublicationStmt(stmt)
+                if stmt.action == pgshift_sql::ast::AlterPublicationAction::ApAddObjects as i32 =>
+            {
+                let mut dropped = stmt.clone();
+                dropped.action = pgshift_sql::ast::AlterPublicationAction::ApDropObjects as i32;
+                // DROP takes the tables without their row filters and column lists.
+                for object in &mut dropped.pubobjects {
+                    if let Some(NodeEnum::PublicationObjSpec(spec)) = &mut object.node {
+                        if let Some(table) = spec.pubtable.as_mut() {
+                            table.where_clause = None;
+                            table.columns.clear();
+                        }
+                    }
+                }
+                plain(
+                    sql_of(NodeEnum::AlterPublicationStmt(dropped), &object)?,
+                    false,
+                )
+            }
+            _ => unsupported(&object, "removing it"),
+        },
         Kind::Function => plain(drop_function(&unit.statement, &object)?, true),
         Kind::Constraint => plain(
             format!(
@@ -451,9 +482,11 @@ fn drop(key: &Key, unit: &Unit) -> Result<Change, DiffError> {
                 false,
             )
         }
-        Kind::Aggregate | Kind::IndexAttach | Kind::TableSetting | Kind::DefaultPrivileges => {
-            unsupported(&object, "removing it")
-        }
+        Kind::Aggregate
+        | Kind::IndexAttach
+        | Kind::TableSetting
+        | Kind::StatisticsTarget
+        | Kind::DefaultPrivileges => unsupported(&object, "removing it"),
     }
 }
 
@@ -588,6 +621,7 @@ fn alter(key: &Key, was: &Unit, wanted: &Unit) -> Result<Vec<Change>, DiffError>
         | Kind::TriggerState
         | Kind::Comment
         | Kind::SequenceOwnedBy
+        | Kind::StatisticsTarget
         | Kind::TableSetting => Ok(desired_text(false)),
         _ => unsupported(&object, "a change of its definition"),
     }
@@ -1065,6 +1099,27 @@ mod tests {
              ALTER TABLE ONLY app.p ATTACH PARTITION app.p_0 FOR VALUES FROM (0) TO (10);",
         );
         assert_eq!(sql(&got), ["ALTER TABLE app.p ALTER COLUMN id TYPE bigint"]);
+    }
+
+    #[test]
+    fn publication_tables_are_added_and_dropped() {
+        let got = plan(
+            "CREATE TABLE app.t (id integer);
+             CREATE PUBLICATION p WITH (publish = 'insert');
+             ALTER PUBLICATION p ADD TABLE ONLY app.t WHERE ((id > 0));",
+            "CREATE TABLE app.t (id integer);
+             CREATE TABLE app.u (id integer);
+             CREATE PUBLICATION p WITH (publish = 'insert');
+             ALTER PUBLICATION p ADD TABLE ONLY app.u;",
+        );
+        assert_eq!(
+            sql(&got),
+            [
+                "ALTER PUBLICATION p DROP TABLE ONLY app.t",
+                "CREATE TABLE app.u (id integer)",
+                "ALTER PUBLICATION p ADD TABLE ONLY app.u",
+            ]
+        );
     }
 
     #[test]

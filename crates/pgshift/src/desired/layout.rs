@@ -462,6 +462,9 @@ fn path_of(key: &FileKey, kind: Option<objects::RelationKind>) -> String {
         FileKey::Object(ObjectKey::Schema(s)) => format!("schemas/{}.sql", file_name(s)),
         FileKey::Object(ObjectKey::Extensions) => "extensions.sql".to_owned(),
         FileKey::Object(ObjectKey::DefaultPrivileges) => "default_privileges.sql".to_owned(),
+        FileKey::Object(ObjectKey::Publication(name)) => {
+            format!("publications/{}.sql", file_name(name))
+        }
         FileKey::Object(ObjectKey::Relation((s, n))) => {
             let folder = match kind {
                 Some(K::View) => "views",

@@ -34,6 +34,8 @@ pub enum ObjectKey {
     Function(Name),
     /// A type (enum, composite, domain, range, base).
     Type(Name),
+    /// A publication and its tables.
+    Publication(String),
     /// Default privileges.
     DefaultPrivileges,
 }
@@ -98,6 +100,16 @@ impl Aliases {
                         if !stmt.idxname.is_empty() {
                             owner_of.insert((table.0.clone(), stmt.idxname.clone()), table);
                         }
+                    }
+                }
+                NodeEnum::CreateStatsStmt(stmt) => {
+                    let table = stmt.relations.first().and_then(|n| match &n.node {
+                        Some(NodeEnum::RangeVar(rv)) => Some(name_of(rv)),
+                        _ => None,
+                    });
+                    if let (Some(stats), Some(table)) = (qualified(&strings(&stmt.defnames)), table)
+                    {
+                        owner_of.insert(stats, table);
                     }
                 }
                 NodeEnum::AlterSeqStmt(stmt) => {
@@ -295,6 +307,10 @@ pub fn role(statement: &Statement, aliases: &Aliases) -> Result<Role, Uncovered>
                 None => uncovered("CREATE STATISTICS without one table"),
             }
         }
+        NodeEnum::AlterStatsStmt(stmt) => match qualified(&strings(&stmt.defnames)) {
+            Some(stats) => relation(stats),
+            None => uncovered("ALTER STATISTICS without a schema"),
+        },
         NodeEnum::CreateFunctionStmt(stmt) => match qualified(&strings(&stmt.funcname)) {
             Some(name) => part(ObjectKey::Function(name)),
             None => uncovered("a function without a schema"),
@@ -333,6 +349,8 @@ pub fn role(statement: &Statement, aliases: &Aliases) -> Result<Role, Uncovered>
             }
         }
         NodeEnum::AlterDefaultPrivilegesStmt(_) => part(ObjectKey::DefaultPrivileges),
+        NodeEnum::CreatePublicationStmt(stmt) => part(ObjectKey::Publication(stmt.pubname.clone())),
+        NodeEnum::AlterPublicationStmt(stmt) => part(ObjectKey::Publication(stmt.pubname.clone())),
         other => uncovered(&statement_words(other)),
     }
 }
@@ -396,12 +414,16 @@ fn object_owner(what: ObjectType, object: &Node, aliases: &Aliases) -> Option<Ob
             let parts = list_strings(object);
             qualified(parts.get(..parts.len().checked_sub(1)?)?).and_then(relation)
         }
-        ObjectType::ObjectStatisticExt => None,
+        ObjectType::ObjectStatisticExt => qualified(&list_strings(object)).and_then(relation),
         ObjectType::ObjectSchema => match &object.node {
             Some(NodeEnum::String(s)) => Some(ObjectKey::Schema(s.sval.clone())),
             _ => None,
         },
         ObjectType::ObjectExtension => Some(ObjectKey::Extensions),
+        ObjectType::ObjectPublication => match &object.node {
+            Some(NodeEnum::String(s)) => Some(ObjectKey::Publication(s.sval.clone())),
+            _ => None,
+        },
         ObjectType::ObjectFunction
         | ObjectType::ObjectProcedure
         | ObjectType::ObjectRoutine
@@ -637,11 +659,11 @@ mod tests {
     #[test]
     fn an_uncovered_kind_is_named_not_skipped() {
         let got = roles(
-            "CREATE PUBLICATION p FOR ALL TABLES;
+            "CREATE SUBSCRIPTION s CONNECTION 'host=x' PUBLICATION p;
              CREATE OPERATOR app.=== (leftarg = int, rightarg = int, function = int4eq);",
         );
-        let first = got[0].as_ref().expect_err("publications are not covered");
-        assert!(first.what.contains("CreatePublication"), "{first}");
+        let first = got[0].as_ref().expect_err("subscriptions are not covered");
+        assert!(first.what.contains("CreateSubscription"), "{first}");
         let second = got[1].as_ref().expect_err("operators are not covered");
         assert!(second.what.contains("OPERATOR"), "{second}");
     }

@@ -59,6 +59,8 @@ pub enum Kind {
     ForceRowSecurity,
     /// Extended statistics (schema, name).
     Statistics,
+    /// `ALTER STATISTICS … SET STATISTICS` (schema, name).
+    StatisticsTarget,
     /// `ATTACH PARTITION` (schema, partition).
     Attach,
     /// Any other one-command `ALTER TABLE` (schema, table, command, name).
@@ -69,6 +71,10 @@ pub enum Kind {
     Grant,
     /// `ALTER DEFAULT PRIVILEGES` (its text).
     DefaultPrivileges,
+    /// `CREATE PUBLICATION` (name).
+    Publication,
+    /// One `ALTER PUBLICATION … ADD`/`SET` of a publication (name, its text).
+    PublicationMember,
 }
 
 /// A unit's identity.
@@ -95,7 +101,9 @@ impl Key {
             | Kind::Extension
             | Kind::Comment
             | Kind::Grant
-            | Kind::DefaultPrivileges => None,
+            | Kind::DefaultPrivileges
+            | Kind::Publication
+            | Kind::PublicationMember => None,
             _ => self.parts.first().map(String::as_str),
         }
     }
@@ -284,6 +292,7 @@ pub fn key_of(statement: &Statement) -> Result<Key, NotCovered> {
             Ok(Key::new(Kind::Rule, &[&schema, &rel, &s.rulename]))
         }
         NodeEnum::CreateStatsStmt(s) => qualified(Kind::Statistics, &s.defnames, "statistics"),
+        NodeEnum::AlterStatsStmt(s) => qualified(Kind::StatisticsTarget, &s.defnames, "statistics"),
         NodeEnum::AlterTableStmt(s) => alter_table_key(statement, s),
         NodeEnum::CommentStmt(s) => {
             let object = s.object.as_deref().map(shape).unwrap_or_default();
@@ -293,6 +302,11 @@ pub fn key_of(statement: &Statement) -> Result<Key, NotCovered> {
             Ok(Key::new(Kind::Comment, &[&what, &object]))
         }
         NodeEnum::GrantStmt(_) => Ok(Key::new(Kind::Grant, &[&statement.text])),
+        NodeEnum::CreatePublicationStmt(s) => Ok(Key::new(Kind::Publication, &[&s.pubname])),
+        NodeEnum::AlterPublicationStmt(s) => Ok(Key::new(
+            Kind::PublicationMember,
+            &[&s.pubname, &statement.text],
+        )),
         NodeEnum::AlterDefaultPrivilegesStmt(_) => {
             Ok(Key::new(Kind::DefaultPrivileges, &[&statement.text]))
         }

@@ -40,7 +40,7 @@ const SHAPES_AT_ONCE: usize = 3;
 const CASES_AT_ONCE: usize = 3;
 
 /// Roles, role settings and the tablespace every shape uses (cluster-wide, once).
-async fn prepare_cluster() -> Result<(i32, bool), String> {
+pub async fn prepare_cluster() -> Result<(i32, bool), String> {
     for role in shape::ROLES {
         admin(&format!(
             "DO $$ BEGIN CREATE ROLE {role} LOGIN; \
@@ -99,7 +99,7 @@ async fn prepare_cluster() -> Result<(i32, bool), String> {
 }
 
 /// Seeds the template of shape `index`.
-async fn seed(index: usize, shape: &Shape, version: i32) -> Result<String, String> {
+pub async fn seed(index: usize, shape: &Shape, version: i32) -> Result<String, String> {
     let name = format!("diff_{}_{index}", std::process::id());
     admin(&format!("CREATE DATABASE \"{name}\"")).await?;
     let sql = shape.seed_sql(version);
