@@ -4,14 +4,15 @@
 //! and a sequence), a mutation of it (columns added, dropped, retyped, defaults and NOT
 //! NULL changed, indexes, checks and foreign keys added, dropped and changed, comments
 //! and fillfactors, tables and views added and dropped, an enum label added anywhere,
-//! the sequence's increment), and the first is loaded with rows.
+//! the sequence's increment, row triggers' events and enable states, row-level
+//! security and policies), and the first is loaded with rows.
 //! `pgshift apply --desired` of the second must then leave `diff` with nothing, the
 //! `app` schema must dump exactly as the second run natively on an empty database,
 //! and every row of every table kept must still be there.
 //!
 //! `PGSHIFT_DESIRED_PAIRS` pairs (6 by default, a CI draw; hundreds in a long run)
 //! from `PGSHIFT_DESIRED_SEED` (the day's number by default, printed, so a failure is
-//! replayed by setting it).
+//! replayed by setting it). `PGSHIFT_DESIRED_SHOW=1` prints each pair.
 
 mod common;
 
@@ -70,6 +71,10 @@ const TYPES: [(&str, &str, &str, bool, Option<&str>); 6] = [
     ),
 ];
 
+/// Trigger events and enable states (empty: the default, ORIGIN).
+const EVENTS: [&str; 3] = ["UPDATE", "INSERT OR UPDATE", "DELETE"];
+const STATES: [&str; 4] = ["", "DISABLE", "ENABLE ALWAYS", "ENABLE REPLICA"];
+
 /// Foreign-key actions the generator draws.
 const ACTIONS: [&str; 4] = ["NO ACTION", "CASCADE", "SET NULL", "RESTRICT"];
 
@@ -102,6 +107,11 @@ struct Table {
     fillfactor: Option<u64>,
     /// Foreign keys: name, column, referenced table (always an earlier one), action.
     fks: Vec<(String, String, String, &'static str)>,
+    /// A row trigger calling `app.touch()`: its events and enable state.
+    trigger: Option<(&'static str, &'static str)>,
+    /// Row-level security and its policies (name, expression).
+    rls: bool,
+    policies: Vec<(String, String)>,
 }
 
 #[derive(Clone, Debug)]
@@ -169,6 +179,14 @@ impl Model {
                 .then(|| format!("table note {}", rng.below(100))),
             fillfactor: rng.chance(30).then(|| 50 + rng.below(50) as u64),
             fks: Vec::new(),
+            trigger: rng.chance(30).then(|| {
+                (
+                    EVENTS[rng.below(EVENTS.len())],
+                    STATES[rng.below(STATES.len())],
+                )
+            }),
+            rls: false,
+            policies: Vec::new(),
         };
         for _ in 0..1 + rng.below(4) {
             let column = self.column(rng);
@@ -280,7 +298,7 @@ impl Model {
     fn mutate(&mut self, rng: &mut Rng) -> String {
         for _ in 0..20 {
             let t = rng.below(self.tables.len());
-            let kind = rng.below(20);
+            let kind = rng.below(23);
             let table_name = self.tables[t].name.clone();
             let done = match kind {
                 0 => {
@@ -428,6 +446,36 @@ impl Model {
                         % ACTIONS.len()];
                     format!("change the action of foreign key {}", fk.0)
                 }),
+                19 => {
+                    let table = &mut self.tables[t];
+                    table.trigger = match table.trigger {
+                        Some(_) if rng.chance(40) => None,
+                        _ => Some((
+                            EVENTS[rng.below(EVENTS.len())],
+                            STATES[rng.below(STATES.len())],
+                        )),
+                    };
+                    Some(format!("change the trigger of {table_name}"))
+                }
+                20 => {
+                    let table = &mut self.tables[t];
+                    table.rls = !table.rls;
+                    Some(format!("toggle row level security of {table_name}"))
+                }
+                21 => {
+                    let name = self.fresh("p");
+                    let table = &mut self.tables[t];
+                    if table.policies.is_empty() || rng.chance(50) {
+                        let bound = rng.below(10);
+                        table.policies.push((name, format!("id > {bound}")));
+                        Some(format!("add a policy to {table_name}"))
+                    } else {
+                        table
+                            .policies
+                            .pop()
+                            .map(|(p, _)| format!("drop policy {p}"))
+                    }
+                }
                 _ => {
                     if self.views.is_empty() || rng.chance(40) {
                         self.add_view(rng);
@@ -453,6 +501,10 @@ impl Model {
             out,
             "CREATE SEQUENCE app.counter INCREMENT BY {};",
             self.increment
+        );
+        out.push_str(
+            "CREATE FUNCTION app.touch() RETURNS trigger LANGUAGE plpgsql \
+             AS $$BEGIN RETURN NEW; END$$;\n",
         );
         for table in &self.tables {
             let mut lines = vec!["    id bigint NOT NULL".to_owned()];
@@ -500,6 +552,35 @@ impl Model {
             }
         }
         for table in &self.tables {
+            if let Some((events, state)) = table.trigger {
+                let _ = writeln!(
+                    out,
+                    "CREATE TRIGGER {0}_touch BEFORE {events} ON app.{0} FOR EACH ROW \
+                     EXECUTE FUNCTION app.touch();",
+                    table.name
+                );
+                if !state.is_empty() {
+                    let _ = writeln!(
+                        out,
+                        "ALTER TABLE app.{} {state} TRIGGER {}_touch;",
+                        table.name, table.name
+                    );
+                }
+            }
+            if table.rls {
+                let _ = writeln!(
+                    out,
+                    "ALTER TABLE app.{} ENABLE ROW LEVEL SECURITY;",
+                    table.name
+                );
+            }
+            for (name, expression) in &table.policies {
+                let _ = writeln!(
+                    out,
+                    "CREATE POLICY {name} ON app.{} USING ({expression});",
+                    table.name
+                );
+            }
             for (name, column, target, action) in &table.fks {
                 let _ = writeln!(
                     out,
@@ -590,6 +671,9 @@ fn generated_pairs_converge_through_apply_desired_with_every_row_kept() {
             second.sql()
         );
 
+        if std::env::var_os("PGSHIFT_DESIRED_SHOW").is_some() {
+            eprintln!("{context}");
+        }
         let live = cluster().fresh_database("pairs_live").expect("database");
         cluster()
             .psql(&live, &(first.sql() + &first.rows()))
@@ -598,7 +682,11 @@ fn generated_pairs_converge_through_apply_desired_with_every_row_kept() {
         fs::write(&desired, second.sql()).expect("written");
         let url = cluster().connection_string(&live);
         let target = desired.to_str().expect("UTF-8");
-        let run = pgshift(&[
+        // A plan that changes row security or policies runs with its review.
+        let review = pgshift(&["diff", "--url", &url, target, "--format", "json"]);
+        let reviewed: serde_json::Value = serde_json::from_str(&review.stdout)
+            .unwrap_or_else(|e| panic!("{context}\n{e}: {}\n{}", review.stdout, review.stderr));
+        let mut args = vec![
             "apply",
             "--url",
             &url,
@@ -607,7 +695,12 @@ fn generated_pairs_converge_through_apply_desired_with_every_row_kept() {
             "--allow-destructive",
             "--format",
             "json",
-        ]);
+        ];
+        let access = reviewed["access_review"].as_str().map(str::to_owned);
+        if let Some(access) = &access {
+            args.extend(["--expect-rls-review", access]);
+        }
+        let run = pgshift(&args);
         assert_eq!(run.code, 0, "{context}\n{}\n{}", run.stdout, run.stderr);
         let again = pgshift(&["diff", "--url", &url, target, "--format", "json"]);
         let report: serde_json::Value = serde_json::from_str(&again.stdout)
