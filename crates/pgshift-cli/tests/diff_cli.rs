@@ -89,7 +89,7 @@ fn inv_ds_2_edited_files_converge_through_apply_and_diff_again_finds_nothing() {
     // A new column with a default, a wider key column, a new index, a view dropped.
     let a = desired.join("app/tables/a.sql");
     edit(&a, "    b_id integer,", "    b_id bigint,");
-    // PostgreSQL only appends columns: a new one goes last (elsewhere, DS-2 refuses).
+    // PostgreSQL only appends columns: a new one goes last (elsewhere, diff refuses it).
     edit(
         &a,
         "gen_random_bytes(8)\n)",

@@ -782,6 +782,34 @@ fn table(key: &Key, was: &Unit, wanted: &Unit) -> Result<Vec<Change>, DiffError>
         &new.options,
     )?);
     let (old_columns, new_columns) = (columns(old), columns(new));
+    // PostgreSQL only appends a column: the order the changes leave is the kept
+    // columns in their live order, then the new ones.
+    let kept: Vec<&str> = old_columns
+        .iter()
+        .map(|c| c.colname.as_str())
+        .filter(|n| new_columns.iter().any(|c| c.colname == *n))
+        .collect();
+    let left: Vec<&str> = kept
+        .iter()
+        .copied()
+        .chain(
+            new_columns
+                .iter()
+                .map(|c| c.colname.as_str())
+                .filter(|n| !kept.contains(n)),
+        )
+        .collect();
+    let wanted: Vec<&str> = new_columns.iter().map(|c| c.colname.as_str()).collect();
+    if let Some(at) = left.iter().zip(&wanted).position(|(a, b)| a != b) {
+        return unsupported(
+            &format!("table {object}"),
+            &format!(
+                "the column order (the desired files have {} where PostgreSQL would leave {}: \
+                 it only adds a column last, so put new columns last)",
+                wanted[at], left[at]
+            ),
+        );
+    }
     let (old_checks, new_checks) = (checks(old), checks(new));
     // Checks dropped or changed first: a check may read a column dropped below.
     for check in &old_checks {
@@ -1148,6 +1176,22 @@ mod tests {
         )
         .expect_err("moving a label is not covered");
         assert!(err.to_string().contains("moved"), "{err}");
+    }
+
+    #[test]
+    fn a_column_added_anywhere_but_last_is_named() {
+        let managed: BTreeSet<String> = ["app".to_owned()].into();
+        let err = changes(
+            &units("CREATE TABLE app.t (id integer, b text);"),
+            &units("CREATE TABLE app.t (id integer, a text, b text);"),
+            &managed,
+        )
+        .expect_err("PostgreSQL cannot insert a column");
+        assert!(
+            err.to_string()
+                .contains("the desired files have a where PostgreSQL would leave b"),
+            "{err}"
+        );
     }
 
     #[test]
