@@ -17,12 +17,10 @@ use sha2::{Digest, Sha256};
 
 use super::diff::{access_changes, changes, leftover, AccessChange, Change, DiffError};
 use super::layout;
-use super::pull::unrestricted;
+use super::pull::{unrestricted, DUMP_OPTIONS};
+use super::scratch::Scratch;
 use super::units::Units;
 use crate::trace::{clone::Clone, install, read_target, schema, TraceError};
-
-/// `pg_dump`'s options on both sides (owners are not compared, as `pull` writes none).
-const DUMP_OPTIONS: [&str; 1] = ["--no-owner"];
 
 /// Where the desired schema is.
 #[derive(Clone, Debug)]
@@ -122,20 +120,16 @@ pub async fn compare(
     let clone = Clone::start(&install)?;
     clone.provide(&globals).await?;
     let cluster = clone.cluster();
-    let scratch = Scratch::new()?;
+    let scratch = Scratch::new().map_err(io)?;
     let live_db = cluster.fresh_database("live").map_err(TraceError::from)?;
-    let reference_file = scratch.write("live.sql", &reference)?;
+    let reference_file = scratch.write("live.sql", &reference).map_err(io)?;
     cluster
         .psql_file(&live_db, &reference_file)
         .map_err(|e| CompareError::LiveDidNotRebuild(e.to_string()))?;
     let desired_db = cluster
         .fresh_database("desired")
         .map_err(TraceError::from)?;
-    let desired_file = match desired {
-        Desired::Path(path) if path.is_dir() => path.join(layout::MANIFEST),
-        Desired::Path(path) => path.clone(),
-        Desired::Text(text) => scratch.write("desired.sql", text)?,
-    };
+    let desired_file = scratch.script_of(desired).map_err(io)?;
     if !desired_file.is_file() {
         return Err(CompareError::DesiredDidNotRun(format!(
             "{} is not a file (give a folder with {}, a SQL file, or -)",
@@ -175,7 +169,7 @@ pub async fn compare(
     // INV: DS-2 — a plan is given only once it has run on a rebuilt copy of the live
     // schema and a second comparison finds nothing left to change.
     if !planned.is_empty() {
-        let plan_file = scratch.write("plan.sql", &script(&planned))?;
+        let plan_file = scratch.write("plan.sql", &script(&planned)).map_err(io)?;
         cluster
             .psql_file(&live_db, &plan_file)
             .map_err(|e| CompareError::NotConverged(e.to_string()))?;
@@ -217,33 +211,12 @@ fn script(changes: &[Change]) -> String {
     changes.iter().map(|c| format!("{};\n", c.sql)).collect()
 }
 
+fn io(err: std::io::Error) -> CompareError {
+    CompareError::Io(format!(
+        "cannot write a script for the throwaway cluster: {err}"
+    ))
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// A folder of this process's own for the scripts `psql` runs, removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new() -> Result<Self, CompareError> {
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("pgshift-diff-{}-{n}", std::process::id()));
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| CompareError::Io(format!("cannot create {}: {e}", dir.display())))?;
-        Ok(Scratch(dir))
-    }
-
-    fn write(&self, name: &str, text: &str) -> Result<PathBuf, CompareError> {
-        let path = self.0.join(name);
-        std::fs::write(&path, text)
-            .map_err(|e| CompareError::Io(format!("cannot write {}: {e}", path.display())))?;
-        Ok(path)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }

@@ -8,14 +8,15 @@ use std::path::Path;
 
 use super::compare::Desired;
 use super::error::PullError;
-use super::pull::{pull, Pulled};
+use super::pull::{is_empty_dir, pull, Pulled};
+use super::scratch::Scratch;
 use crate::trace::{clone::Clone, install, read_target};
 
 /// Writes `desired` into `out` (a folder that must not exist or be empty) in the
 /// canonical layout. `like` names a live database whose major version, roles and
 /// tablespaces the files are run with.
 pub async fn fmt(desired: &Desired, out: &Path, like: Option<&str>) -> Result<Pulled, PullError> {
-    if out.exists() && std::fs::read_dir(out).is_ok_and(|mut e| e.next().is_some()) {
+    if out.exists() && !is_empty_dir(out) {
         return Err(PullError::OutputExists(out.to_owned()));
     }
     let (install, globals) = match like {
@@ -29,31 +30,12 @@ pub async fn fmt(desired: &Desired, out: &Path, like: Option<&str>) -> Result<Pu
     if let Some(globals) = &globals {
         clone.provide(globals).await?;
     }
-    let file = match desired {
-        Desired::Path(path) if path.is_dir() => path.join(super::layout::MANIFEST),
-        Desired::Path(path) => path.clone(),
-        Desired::Text(text) => tempfile_in_out_parent(out, text)?,
-    };
-    let ran = clone.run_file(&file);
-    if let Desired::Text(_) = desired {
-        let _ = std::fs::remove_file(&file);
-    }
-    ran.map_err(|e| PullError::DesiredDidNotRun(e.to_string()))?;
+    let scratch = Scratch::new().map_err(|e| PullError::DesiredDidNotRun(e.to_string()))?;
+    let file = scratch
+        .script_of(desired)
+        .map_err(|e| PullError::DesiredDidNotRun(e.to_string()))?;
+    clone
+        .run_file(&file)
+        .map_err(|e| PullError::DesiredDidNotRun(e.to_string()))?;
     pull(&clone.conninfo(), out).await
-}
-
-/// Standard input's SQL in a file beside `out`, for `psql -f`.
-fn tempfile_in_out_parent(out: &Path, text: &str) -> Result<std::path::PathBuf, PullError> {
-    let path = out.with_file_name(format!(
-        ".{}.pgshift-fmt-{}.sql",
-        out.file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        std::process::id()
-    ));
-    std::fs::write(&path, text).map_err(|source| PullError::Write {
-        path: path.clone(),
-        source,
-    })?;
-    Ok(path)
 }

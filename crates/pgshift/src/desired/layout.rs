@@ -113,8 +113,10 @@ struct Bucket {
 /// removed).
 pub fn split(dump: &str) -> Result<Layout, LayoutError> {
     let statements = pgshift_sql::parse(dump).map_err(|e| LayoutError::Parse(e.to_string()))?;
+    // Each statement's tree is walked once (a serialization of it).
+    let references: Vec<BTreeSet<Name>> = statements.iter().map(referenced).collect();
     let mut aliases = Aliases::read(&statements);
-    release_shared_sequences(&statements, &mut aliases);
+    release_shared_sequences(&statements, &references, &mut aliases);
     let mut prelude: Vec<String> = Vec::new();
     let mut buckets: BTreeMap<ObjectKey, Bucket> = BTreeMap::new();
     let mut defined: BTreeMap<Name, ObjectKey> = BTreeMap::new();
@@ -169,7 +171,7 @@ pub fn split(dump: &str) -> Result<Layout, LayoutError> {
                     text: statement.text.clone(),
                     foreign_key,
                     settings: settings.clone(),
-                    references: referenced(statement),
+                    references: references[position].clone(),
                 });
             }
         }
@@ -244,9 +246,13 @@ pub fn split(dump: &str) -> Result<Layout, LayoutError> {
 
 /// Owned sequences that another relation's statements name move to their own file
 /// ([`Aliases::release`]).
-fn release_shared_sequences(statements: &[Statement], aliases: &mut Aliases) {
+fn release_shared_sequences(
+    statements: &[Statement],
+    references: &[BTreeSet<Name>],
+    aliases: &mut Aliases,
+) {
     let mut shared = BTreeSet::new();
-    for statement in statements {
+    for (statement, names) in statements.iter().zip(references) {
         let Ok(Role::Part {
             owner: ObjectKey::Relation(owner),
             ..
@@ -254,12 +260,12 @@ fn release_shared_sequences(statements: &[Statement], aliases: &mut Aliases) {
         else {
             continue;
         };
-        for name in referenced(statement) {
+        for name in names {
             if aliases
-                .owned_sequence(&name)
-                .is_some_and(|table| *table != owner && name != owner)
+                .owned_sequence(name)
+                .is_some_and(|table| *table != owner && *name != owner)
             {
-                shared.insert(name);
+                shared.insert(name.clone());
             }
         }
     }
@@ -343,16 +349,20 @@ fn order(
             .filter(|(_, n)| **n == 0)
             .map(|(k, _)| Reverse((rank(k), *k)))
             .collect();
+        let mut dependents: BTreeMap<&ObjectKey, Vec<&ObjectKey>> = BTreeMap::new();
+        for (key, set) in &needs {
+            for needed in set {
+                dependents.entry(*needed).or_default().push(*key);
+            }
+        }
         let mut done = Vec::new();
         while let Some(Reverse((_, key))) = ready.pop() {
             done.push(key.clone());
-            for (other, set) in &needs {
-                if set.contains(key) {
-                    let left = waiting.get_mut(other).expect("every key waits");
-                    *left -= 1;
-                    if *left == 0 {
-                        ready.push(Reverse((rank(other), *other)));
-                    }
+            for other in dependents.get(key).into_iter().flatten() {
+                let left = waiting.get_mut(other).expect("every key waits");
+                *left -= 1;
+                if *left == 0 {
+                    ready.push(Reverse((rank(other), *other)));
                 }
             }
         }

@@ -24,6 +24,7 @@ pub mod layout;
 pub mod objects;
 mod pull;
 pub mod references;
+mod scratch;
 pub mod units;
 
 pub use compare::{compare, CompareError, Compared, Desired};

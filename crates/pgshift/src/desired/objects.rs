@@ -531,7 +531,7 @@ fn object_type_words(what: ObjectType) -> String {
 }
 
 /// `CreatePublicationStmt` → `CreatePublication statement`.
-fn statement_words(node: &NodeEnum) -> String {
+pub(crate) fn statement_words(node: &NodeEnum) -> String {
     let debug = format!("{node:?}");
     let name = debug.split(['(', ' ', '{']).next().unwrap_or("a statement");
     format!("{} statement", name.trim_end_matches("Stmt"))

@@ -9,7 +9,7 @@ use crate::trace::{clone::Clone, install, read_target, schema};
 
 /// `pg_dump`'s options for a pull: the schema with its grants, without owners (the
 /// files are applied by whoever runs them).
-const DUMP_OPTIONS: [&str; 1] = ["--no-owner"];
+pub(super) const DUMP_OPTIONS: [&str; 1] = ["--no-owner"];
 
 /// What a pull wrote.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -142,7 +142,7 @@ fn elapsed_ms(since: Instant) -> u64 {
     u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
-fn is_empty_dir(path: &Path) -> bool {
+pub(super) fn is_empty_dir(path: &Path) -> bool {
     std::fs::read_dir(path).is_ok_and(|mut entries| entries.next().is_none())
 }
 

@@ -310,14 +310,7 @@ pub fn key_of(statement: &Statement) -> Result<Key, NotCovered> {
         NodeEnum::AlterDefaultPrivilegesStmt(_) => {
             Ok(Key::new(Kind::DefaultPrivileges, &[&statement.text]))
         }
-        other => Err(not_covered(&format!(
-            "{} statement",
-            format!("{other:?}")
-                .split(['(', ' ', '{'])
-                .next()
-                .unwrap_or("a")
-                .trim_end_matches("Stmt")
-        ))),
+        other => Err(not_covered(&objects::statement_words(other))),
     }
 }
 
