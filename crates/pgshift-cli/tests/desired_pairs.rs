@@ -19,8 +19,7 @@ mod common;
 use std::fmt::Write as _;
 use std::fs;
 
-use common::pgshift;
-use common::schema::{cluster, dump_with, scratch};
+use common::schema::{cluster, dump_with, pgshift_json, scratch};
 
 /// A small deterministic generator (xorshift64*), so a seed replays a pair exactly.
 struct Rng(u64);
@@ -680,32 +679,18 @@ fn generated_pairs_converge_through_apply_desired_with_every_row_kept() {
             .unwrap_or_else(|e| panic!("{context}\nthe first schema loads: {e}"));
         let desired = work.join(format!("desired-{seed}.sql"));
         fs::write(&desired, second.sql()).expect("written");
-        let url = cluster().connection_string(&live);
         let target = desired.to_str().expect("UTF-8");
         // A plan that changes row security or policies runs with its review.
-        let review = pgshift(&["diff", "--url", &url, target, "--format", "json"]);
-        let reviewed: serde_json::Value = serde_json::from_str(&review.stdout)
-            .unwrap_or_else(|e| panic!("{context}\n{e}: {}\n{}", review.stdout, review.stderr));
-        let mut args = vec![
-            "apply",
-            "--url",
-            &url,
-            "--desired",
-            target,
-            "--allow-destructive",
-            "--format",
-            "json",
-        ];
+        let (_, reviewed) = pgshift_json(&live, &["diff", target]);
+        let mut args = vec!["apply", "--desired", target, "--allow-destructive"];
         let access = reviewed["access_review"].as_str().map(str::to_owned);
         if let Some(access) = &access {
             args.extend(["--expect-rls-review", access]);
         }
-        let run = pgshift(&args);
-        assert_eq!(run.code, 0, "{context}\n{}\n{}", run.stdout, run.stderr);
-        let again = pgshift(&["diff", "--url", &url, target, "--format", "json"]);
-        let report: serde_json::Value = serde_json::from_str(&again.stdout)
-            .unwrap_or_else(|e| panic!("{context}\n{e}: {}\n{}", again.stdout, again.stderr));
-        assert_eq!(again.code, 0, "{context}\n{report}");
+        let (code, applied) = pgshift_json(&live, &args);
+        assert_eq!(code, 0, "{context}\n{applied}");
+        let (code, report) = pgshift_json(&live, &["diff", target]);
+        assert_eq!(code, 0, "{context}\n{report}");
         assert_eq!(
             report["changes"].as_array().map(Vec::len),
             Some(0),

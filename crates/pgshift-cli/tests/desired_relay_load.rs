@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use common::pgshift;
 use common::relay::schema_database;
-use common::schema::{cluster, dump_with, scratch};
+use common::schema::{cluster, dump_with, pgshift_json, scratch};
 use pgshift_workload::load::{self, LoadConfig};
 use pgshift_workload::oracle::{self, OracleOptions};
 use pgshift_workload::pacing::Pace;
@@ -55,19 +55,8 @@ async fn a_desired_rewrite_of_partitioned_events_converges_online_with_no_write_
     )
     .expect("written");
 
-    let (code, plan) = {
-        let run = pgshift(&[
-            "diff",
-            "--url",
-            &conninfo,
-            desired.to_str().expect("UTF-8"),
-            "--format",
-            "json",
-        ]);
-        let json: serde_json::Value = serde_json::from_str(&run.stdout)
-            .unwrap_or_else(|e| panic!("{e}: {}\n{}", run.stdout, run.stderr));
-        (run.code, json)
-    };
+    let target = desired.to_str().expect("UTF-8");
+    let (code, plan) = pgshift_json(&live, &["diff", target]);
     assert_eq!(code, 0, "{plan}");
     let statements = plan["plan"]["files"][0]["statements"]
         .as_array()
@@ -82,30 +71,23 @@ async fn a_desired_rewrite_of_partitioned_events_converges_online_with_no_write_
     config.readers = 1;
     let load = load::start(config).await.expect("the load starts");
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let (url, target) = (
-        conninfo.clone(),
-        desired.to_str().expect("UTF-8").to_owned(),
-    );
-    let applied = tokio::task::spawn_blocking(move || {
-        pgshift(&[
-            "apply",
-            "--url",
-            &url,
-            "--desired",
-            &target,
-            "--allow-destructive",
-            "--format",
-            "json",
-        ])
+    let (db, owned) = (live.clone(), target.to_owned());
+    let (code, verdict) = tokio::task::spawn_blocking(move || {
+        pgshift_json(&db, &["apply", "--desired", &owned, "--allow-destructive"])
     })
     .await
     .expect("apply ran");
     tokio::time::sleep(Duration::from_secs(1)).await;
     let report = load.stop().await;
-    assert_eq!(applied.code, 0, "{}\n{}", applied.stdout, applied.stderr);
-    let verdict: serde_json::Value = serde_json::from_str(&applied.stdout).expect("one document");
-    assert!(
-        verdict.to_string().contains("copy_and_swap"),
+    assert_eq!(code, 0, "{verdict}");
+    let swapped = verdict["verdict"]["units"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|u| !u["copy_and_swap"].is_null())
+        .count();
+    assert_eq!(
+        swapped, 1,
         "the rewrite went through copy-and-swap: {verdict}"
     );
 
@@ -133,15 +115,7 @@ async fn a_desired_rewrite_of_partitioned_events_converges_online_with_no_write_
     .expect("the oracle runs");
     assert!(oracle.is_clean(), "{oracle:#?}");
 
-    let again = pgshift(&[
-        "diff",
-        "--url",
-        &conninfo,
-        desired.to_str().expect("UTF-8"),
-        "--format",
-        "json",
-    ]);
-    let json: serde_json::Value = serde_json::from_str(&again.stdout).expect("one document");
+    let (_, json) = pgshift_json(&live, &["diff", target]);
     assert_eq!(json["changes"].as_array().map(Vec::len), Some(0), "{json}");
     let native = cluster()
         .fresh_database("desired_relay_native")

@@ -10,7 +10,7 @@ mod common;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use common::schema::{cluster, dump, scratch};
+use common::schema::{cluster, dump, pgshift_json, scratch};
 use common::{pgshift, workspace_root};
 
 /// A database holding the rich schema, pulled into `work/live`, copied to
@@ -63,20 +63,16 @@ fn edit(path: &Path, from: &str, to: &str) {
 }
 
 fn diff_json(db: &str, desired: &Path, extra: &[&str]) -> (i32, serde_json::Value) {
-    let url = cluster().connection_string(db);
-    let mut args = vec![
-        "diff",
-        "--url",
-        &url,
-        desired.to_str().expect("UTF-8"),
-        "--format",
-        "json",
-    ];
+    let mut args = vec!["diff", desired.to_str().expect("UTF-8")];
     args.extend_from_slice(extra);
-    let run = pgshift(&args);
-    let json = serde_json::from_str(&run.stdout)
-        .unwrap_or_else(|e| panic!("one JSON document ({e}):\n{}\n{}", run.stdout, run.stderr));
-    (run.code, json)
+    pgshift_json(db, &args)
+}
+
+/// `pgshift apply --desired` of `desired` on `db`.
+fn apply_desired(db: &str, desired: &Path, extra: &[&str]) -> (i32, serde_json::Value) {
+    let mut args = vec!["apply", "--desired", desired.to_str().expect("UTF-8")];
+    args.extend_from_slice(extra);
+    pgshift_json(db, &args)
 }
 
 #[test]
@@ -212,29 +208,14 @@ fn inv_ds_3_apply_desired_refuses_a_stale_review_and_unacknowledged_drops() {
         .as_str()
         .expect("fingerprint")
         .to_owned();
-    let url = cluster().connection_string(&db);
-    let target = desired.to_str().expect("UTF-8");
-    let apply = |extra: &[&str]| {
-        let mut args = vec![
-            "apply",
-            "--url",
-            &url,
-            "--desired",
-            target,
-            "--format",
-            "json",
-        ];
-        args.extend_from_slice(extra);
-        pgshift(&args)
-    };
-    let refused = |run: &common::Run, code: &str| {
-        assert_eq!(run.code, 2, "{}\n{}", run.stdout, run.stderr);
-        let json: serde_json::Value = serde_json::from_str(&run.stdout).expect("one document");
+    let apply = |extra: &[&str]| apply_desired(&db, &desired, extra);
+    let refused = |(exit, json): (i32, serde_json::Value), code: &str| {
+        assert_eq!(exit, 2, "{json}");
         assert_eq!(json["code"], code, "{json}");
         assert_eq!(dump(&db), before, "a refused plan ran something");
         json
     };
-    let json = refused(&apply(&[]), "destructive-not-allowed");
+    let json = refused(apply(&[]), "destructive-not-allowed");
     assert!(
         json["message"]
             .as_str()
@@ -243,24 +224,24 @@ fn inv_ds_3_apply_desired_refuses_a_stale_review_and_unacknowledged_drops() {
         "{json}"
     );
     refused(
-        &apply(&["--allow-destructive", "table app.other"]),
+        apply(&["--allow-destructive", "table app.other"]),
         "destructive-not-allowed",
     );
     refused(
-        &apply(&[
+        apply(&[
             "--allow-destructive",
             "--expect-fingerprint",
             &"0".repeat(64),
         ]),
         "fingerprint-mismatch",
     );
-    let run = apply(&[
+    let (code, applied) = apply(&[
         "--allow-destructive",
         "view app.v",
         "--expect-fingerprint",
         &fingerprint,
     ]);
-    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(code, 0, "{applied}");
     let (code, again) = diff_json(&db, &desired, &[]);
     assert_eq!(code, 0, "{again}");
     assert_eq!(
@@ -268,6 +249,8 @@ fn inv_ds_3_apply_desired_refuses_a_stale_review_and_unacknowledged_drops() {
         Some(0),
         "{again}"
     );
+    let url = cluster().connection_string(&db);
+    let target = desired.to_str().expect("UTF-8");
     let run = pgshift(&["apply", "--url", &url, "--desired", target]);
     assert_eq!(run.code, 0, "nothing to do: {}", run.stderr);
     assert!(run.stderr.contains("nothing to do"), "{}", run.stderr);
@@ -308,21 +291,7 @@ fn inv_ds_4_access_changes_run_only_with_a_matching_review() {
         .as_str()
         .expect("a review")
         .to_owned();
-    let url = cluster().connection_string(&db);
-    let target = desired.to_str().expect("UTF-8");
-    let apply = |extra: &[&str]| {
-        let mut args = vec![
-            "apply",
-            "--url",
-            &url,
-            "--desired",
-            target,
-            "--format",
-            "json",
-        ];
-        args.extend_from_slice(extra);
-        pgshift(&args)
-    };
+    let apply = |extra: &[&str]| apply_desired(&db, &desired, extra);
     for (extra, code) in [
         (vec![], "access-review-required"),
         (
@@ -330,14 +299,13 @@ fn inv_ds_4_access_changes_run_only_with_a_matching_review() {
             "access-review-mismatch",
         ),
     ] {
-        let run = apply(&extra);
-        assert_eq!(run.code, 2, "{}\n{}", run.stdout, run.stderr);
-        let json: serde_json::Value = serde_json::from_str(&run.stdout).expect("one document");
+        let (exit, json) = apply(&extra);
+        assert_eq!(exit, 2, "{json}");
         assert_eq!(json["code"], code, "{json}");
         assert_eq!(dump(&db), before, "a refused plan ran something");
     }
-    let run = apply(&["--expect-rls-review", &review]);
-    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let (code, applied) = apply(&["--expect-rls-review", &review]);
+    assert_eq!(code, 0, "{applied}");
     let (_, again) = diff_json(&db, &desired, &[]);
     assert_eq!(
         again["changes"].as_array().map(Vec::len),

@@ -45,3 +45,18 @@ pub fn dump_with(db: &str, options: &[&str]) -> String {
         .map(|l| format!("{l}\n"))
         .collect()
 }
+
+/// `pgshift ARGS --url <db> --format json`: the exit code and its one JSON document.
+pub fn pgshift_json(db: &str, args: &[&str]) -> (i32, serde_json::Value) {
+    let url = cluster().connection_string(db);
+    let mut all = args.to_vec();
+    all.extend(["--url", &url, "--format", "json"]);
+    let run = super::pgshift(&all);
+    let json = serde_json::from_str(&run.stdout).unwrap_or_else(|e| {
+        panic!(
+            "pgshift {args:?}: one JSON document ({e}):\n{}\n{}",
+            run.stdout, run.stderr
+        )
+    });
+    (run.code, json)
+}
