@@ -132,6 +132,16 @@ fn inv_ds_2_edited_files_converge_through_apply_and_diff_again_finds_nothing() {
         Some(0),
         "{again}"
     );
+    // Converged: apply --desired has nothing to run, and says so in the one JSON
+    // document --format json promises (it once printed nothing).
+    let (code, nothing) = apply_desired(&db, &desired, &[]);
+    assert_eq!(code, 0, "{nothing}");
+    assert_eq!(nothing["command"], "diff", "{nothing}");
+    assert_eq!(
+        nothing["changes"].as_array().map(Vec::len),
+        Some(0),
+        "{nothing}"
+    );
 
     // Not diff's own check: the edited files run by psql on an empty database.
     let rebuilt = cluster().fresh_database("diff_rebuilt").expect("database");

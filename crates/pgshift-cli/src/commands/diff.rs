@@ -174,7 +174,13 @@ pub(crate) async fn desired_input(
         .exit(exit::FINDINGS));
     }
     if compared.changes.is_empty() {
-        eprintln!("pgshift apply: nothing to do, the database already has the desired schema");
+        // Converged: what diff says, as the one document --format json promises.
+        match args.format {
+            Format::Json => render::print_json(&DiffReport::of(&compared, None, exit::OK)),
+            Format::Text => eprintln!(
+                "pgshift apply: nothing to do, the database already has the desired schema"
+            ),
+        }
         return Ok(None);
     }
     let statements = pgshift_sql::parse(&compared.script())
