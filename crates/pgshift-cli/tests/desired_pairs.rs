@@ -5,7 +5,11 @@
 //! NULL changed, indexes, checks and foreign keys added, dropped and changed, comments
 //! and fillfactors, tables and views added and dropped, an enum label added anywhere,
 //! the sequence's increment, row triggers' events and enable states, row-level
-//! security and policies), and the first is loaded with rows.
+//! security and policies; identity columns added, dropped, switched between ALWAYS
+//! and BY DEFAULT and their increment changed; generated columns' expressions changed
+//! (17 and later) and ended; column storage and statistics targets; a partitioned
+//! table's partitions added, dropped and widened, its default partition, index and
+//! columns), and the first is loaded with rows.
 //! `pgshift apply --desired` of the second must then leave `diff` with nothing, the
 //! `app` schema must dump exactly as the second run natively on an empty database,
 //! and every row of every table kept must still be there.
@@ -86,6 +90,24 @@ struct Column {
     retyped: Option<&'static str>,
     not_null: bool,
     default: bool,
+    /// `GENERATED ALWAYS AS (id * k) STORED`: k.
+    generated: Option<u64>,
+    /// `SET STORAGE` (text columns).
+    storage: Option<&'static str>,
+    /// `SET STATISTICS`.
+    statistics: Option<u32>,
+}
+
+/// The partitioned table `app.ev`, ranged on `t`: its partitions (name, from, to),
+/// its default partition, the text columns added to it, and whether `note` is
+/// indexed. Rows go to the first two partitions only; the others stay empty, so a
+/// bound can change and a partition be added next to the default one online.
+#[derive(Clone, Debug)]
+struct Events {
+    partitions: Vec<(String, i64, i64)>,
+    default: Option<String>,
+    extra: Vec<String>,
+    indexed: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -111,6 +133,8 @@ struct Table {
     /// Row-level security and its policies (name, expression).
     rls: bool,
     policies: Vec<(String, String)>,
+    /// `id` as an identity column: ALWAYS (else BY DEFAULT), and its increment.
+    identity: Option<(bool, u64)>,
 }
 
 #[derive(Clone, Debug)]
@@ -129,6 +153,9 @@ struct Model {
     labels: Vec<String>,
     /// The increment of the sequence `app.counter`.
     increment: u64,
+    events: Option<Events>,
+    /// The server's major version (a generation expression changes in place from 17).
+    major: u32,
 }
 
 impl Default for Model {
@@ -139,6 +166,8 @@ impl Default for Model {
             next: 0,
             labels: vec!["low".to_owned(), "high".to_owned()],
             increment: 1,
+            events: None,
+            major: 0,
         }
     }
 }
@@ -155,8 +184,19 @@ impl Model {
         format!("{prefix}{}", self.next)
     }
 
-    fn generate(rng: &mut Rng) -> Model {
-        let mut model = Model::default();
+    fn generate(rng: &mut Rng, major: u32) -> Model {
+        let mut model = Model {
+            major,
+            ..Model::default()
+        };
+        if rng.chance(50) {
+            model.events = Some(Events {
+                partitions: vec![("ev_0".to_owned(), 0, 10), ("ev_1".to_owned(), 10, 20)],
+                default: rng.chance(40).then(|| "ev_default".to_owned()),
+                extra: Vec::new(),
+                indexed: rng.chance(50),
+            });
+        }
         for _ in 0..2 + rng.below(3) {
             model.add_table(rng);
         }
@@ -186,6 +226,9 @@ impl Model {
             }),
             rls: false,
             policies: Vec::new(),
+            identity: rng
+                .chance(30)
+                .then(|| (rng.chance(50), 1 + rng.below(3) as u64)),
         };
         for _ in 0..1 + rng.below(4) {
             let column = self.column(rng);
@@ -222,6 +265,9 @@ impl Model {
             retyped: None,
             not_null: false,
             default: false,
+            generated: None,
+            storage: None,
+            statistics: None,
         });
         let name = self.fresh(&format!("{}_f", table.name));
         table
@@ -231,14 +277,32 @@ impl Model {
     }
 
     fn column(&mut self, rng: &mut Rng) -> Column {
+        let name = self.fresh("c");
+        if rng.chance(15) {
+            return Column {
+                name,
+                references: None,
+                ty: 1,
+                retyped: None,
+                not_null: false,
+                default: false,
+                generated: Some(2 + rng.below(5) as u64),
+                storage: None,
+                statistics: None,
+            };
+        }
         let default = rng.chance(50);
+        let ty = rng.below(TYPES.len());
         Column {
-            name: self.fresh("c"),
+            name,
             references: None,
-            ty: rng.below(TYPES.len()),
+            ty,
             retyped: None,
             not_null: default && rng.chance(60),
             default,
+            generated: None,
+            storage: (TYPES[ty].0 == "text" && rng.chance(40)).then_some("external"),
+            statistics: rng.chance(15).then(|| 100 + rng.below(900) as u32),
         }
     }
 
@@ -297,7 +361,7 @@ impl Model {
     fn mutate(&mut self, rng: &mut Rng) -> String {
         for _ in 0..20 {
             let t = rng.below(self.tables.len());
-            let kind = rng.below(23);
+            let kind = rng.below(31);
             let table_name = self.tables[t].name.clone();
             let done = match kind {
                 0 => {
@@ -331,10 +395,11 @@ impl Model {
                         .map(|c| self.viewed(&table_name, &c.name))
                         .collect();
                     let table = &mut self.tables[t];
-                    let position =
-                        table.columns.iter().zip(&viewed).position(|(c, v)| {
-                            !v && c.retyped.is_none() && TYPES[c.ty].4.is_some()
-                        });
+                    let position = table.columns.iter().zip(&viewed).position(|(c, v)| {
+                        !v && c.retyped.is_none()
+                            && c.generated.is_none()
+                            && TYPES[c.ty].4.is_some()
+                    });
                     position.map(|p| {
                         let column = &mut table.columns[p];
                         column.retyped = TYPES[column.ty].4;
@@ -350,13 +415,17 @@ impl Model {
                 }
                 4 => {
                     let table = &mut self.tables[t];
-                    table.columns.last_mut().map(|c| {
-                        c.default = !c.default;
-                        if !c.default {
-                            c.not_null = false;
-                        }
-                        format!("toggle the default of {table_name}.{}", c.name)
-                    })
+                    table
+                        .columns
+                        .last_mut()
+                        .filter(|c| c.generated.is_none())
+                        .map(|c| {
+                            c.default = !c.default;
+                            if !c.default {
+                                c.not_null = false;
+                            }
+                            format!("toggle the default of {table_name}.{}", c.name)
+                        })
                 }
                 5 => {
                     let mut table = self.tables[t].clone();
@@ -475,6 +544,7 @@ impl Model {
                             .map(|(p, _)| format!("drop policy {p}"))
                     }
                 }
+                22..=29 => self.mutate_more(kind, t, rng),
                 _ => {
                     if self.views.is_empty() || rng.chance(40) {
                         self.add_view(rng);
@@ -490,6 +560,103 @@ impl Model {
             }
         }
         "nothing".to_owned()
+    }
+
+    /// The mutations of column properties, identity and the partitioned table.
+    fn mutate_more(&mut self, kind: usize, t: usize, rng: &mut Rng) -> Option<String> {
+        let table_name = self.tables[t].name.clone();
+        let major = self.major;
+        let table = &mut self.tables[t];
+        match kind {
+            22 => {
+                table.identity = match table.identity {
+                    None => Some((rng.chance(50), 1)),
+                    Some(_) if rng.chance(30) => None,
+                    Some((always, increment)) if rng.chance(50) => Some((!always, increment)),
+                    Some((always, increment)) => Some((always, increment + 1)),
+                };
+                Some(format!("change the identity of {table_name}.id"))
+            }
+            23 => table
+                .columns
+                .iter_mut()
+                .find(|c| c.generated.is_some() && major >= 17)
+                .map(|c| {
+                    c.generated = c.generated.map(|k| k + 1);
+                    format!("change the generation of {table_name}.{}", c.name)
+                }),
+            24 => table
+                .columns
+                .iter_mut()
+                .find(|c| c.generated.is_some())
+                .map(|c| {
+                    c.generated = None;
+                    format!("end the generation of {table_name}.{}", c.name)
+                }),
+            25 => table
+                .columns
+                .iter_mut()
+                .find(|c| c.type_name() == "text")
+                .map(|c| {
+                    c.storage = match c.storage {
+                        None => Some("main"),
+                        Some("main") => Some("external"),
+                        Some(_) => None,
+                    };
+                    format!("change the storage of {table_name}.{}", c.name)
+                }),
+            26 => table.columns.first_mut().map(|c| {
+                c.statistics = match c.statistics {
+                    None => Some(250),
+                    Some(_) if rng.chance(50) => None,
+                    Some(n) => Some(n + 50),
+                };
+                format!("change the statistics target of {table_name}.{}", c.name)
+            }),
+            _ => self.mutate_events(kind, rng),
+        }
+    }
+
+    fn mutate_events(&mut self, kind: usize, rng: &mut Rng) -> Option<String> {
+        let fresh = self.fresh("ev_");
+        let extra = self.fresh("e");
+        let events = self.events.as_mut()?;
+        let last_to = events.partitions.iter().map(|p| p.2).max().unwrap_or(0);
+        match (kind, rng.below(5)) {
+            (27, 0) => {
+                events
+                    .partitions
+                    .push((fresh.clone(), last_to, last_to + 10));
+                Some(format!("add partition {fresh}"))
+            }
+            (27, 1) if events.partitions.len() > 2 => events
+                .partitions
+                .pop()
+                .map(|(name, ..)| format!("drop partition {name}")),
+            (27, _) => {
+                // An empty partition's bound: the last one, so ranges never overlap.
+                let last = events.partitions.len() - 1;
+                (last >= 2).then(|| {
+                    events.partitions[last].2 += 5;
+                    format!("widen partition {}", events.partitions[last].0)
+                })
+            }
+            (28, 0 | 1) => {
+                events.default = match events.default.take() {
+                    Some(_) => None,
+                    None => Some("ev_default".to_owned()),
+                };
+                Some("toggle the default partition".to_owned())
+            }
+            (28, _) => {
+                events.indexed = !events.indexed;
+                Some("toggle the index of ev.note".to_owned())
+            }
+            _ => {
+                events.extra.push(extra.clone());
+                Some(format!("add column ev.{extra}"))
+            }
+        }
     }
 
     fn sql(&self) -> String {
@@ -509,6 +676,9 @@ impl Model {
             let mut lines = vec!["    id bigint NOT NULL".to_owned()];
             for c in &table.columns {
                 let mut line = format!("    {} {}", c.name, c.type_name());
+                if let Some(k) = c.generated {
+                    let _ = write!(line, " GENERATED ALWAYS AS (id * {k}) STORED");
+                }
                 if c.default {
                     let _ = write!(line, " DEFAULT {}", TYPES[c.ty].2);
                 }
@@ -535,6 +705,31 @@ impl Model {
                 "ALTER TABLE app.{0} ADD CONSTRAINT {0}_pkey PRIMARY KEY (id);",
                 table.name
             );
+            if let Some((always, increment)) = table.identity {
+                let _ = writeln!(
+                    out,
+                    "ALTER TABLE app.{} ALTER COLUMN id ADD GENERATED {} AS IDENTITY \
+                     (INCREMENT BY {increment});",
+                    table.name,
+                    if always { "ALWAYS" } else { "BY DEFAULT" }
+                );
+            }
+            for c in &table.columns {
+                if let Some(storage) = c.storage {
+                    let _ = writeln!(
+                        out,
+                        "ALTER TABLE app.{} ALTER COLUMN {} SET STORAGE {storage};",
+                        table.name, c.name
+                    );
+                }
+                if let Some(n) = c.statistics {
+                    let _ = writeln!(
+                        out,
+                        "ALTER TABLE app.{} ALTER COLUMN {} SET STATISTICS {n};",
+                        table.name, c.name
+                    );
+                }
+            }
             for index in &table.indexes {
                 let _ = writeln!(
                     out,
@@ -589,6 +784,27 @@ impl Model {
                 );
             }
         }
+        if let Some(events) = &self.events {
+            let extra: String = events.extra.iter().map(|e| format!(", {e} text")).collect();
+            let _ = writeln!(
+                out,
+                "CREATE TABLE app.ev (id bigint NOT NULL, t integer NOT NULL, note text{extra}) \
+                 PARTITION BY RANGE (t);\n\
+                 ALTER TABLE app.ev ADD CONSTRAINT ev_pkey PRIMARY KEY (id, t);"
+            );
+            if events.indexed {
+                out.push_str("CREATE INDEX ev_note ON app.ev (note);\n");
+            }
+            for (name, from, to) in &events.partitions {
+                let _ = writeln!(
+                    out,
+                    "CREATE TABLE app.{name} PARTITION OF app.ev FOR VALUES FROM ({from}) TO ({to});"
+                );
+            }
+            if let Some(name) = &events.default {
+                let _ = writeln!(out, "CREATE TABLE app.{name} PARTITION OF app.ev DEFAULT;");
+            }
+        }
         for view in &self.views {
             let _ = writeln!(
                 out,
@@ -607,7 +823,7 @@ impl Model {
         for table in &self.tables {
             let mut names = vec!["id".to_owned()];
             let mut values = vec!["g".to_owned()];
-            for c in &table.columns {
+            for c in table.columns.iter().filter(|c| c.generated.is_none()) {
                 names.push(c.name.clone());
                 values.push(if c.references.is_some() {
                     "g".to_owned()
@@ -617,10 +833,21 @@ impl Model {
             }
             let _ = writeln!(
                 out,
-                "INSERT INTO app.{} ({}) SELECT {} FROM generate_series(1, 20) g;",
+                "INSERT INTO app.{} ({}) {}SELECT {} FROM generate_series(1, 20) g;",
                 table.name,
                 names.join(", "),
+                if table.identity.is_some_and(|(always, _)| always) {
+                    "OVERRIDING SYSTEM VALUE "
+                } else {
+                    ""
+                },
                 values.join(", ")
+            );
+        }
+        if self.events.is_some() {
+            out.push_str(
+                "INSERT INTO app.ev (id, t, note) SELECT g, g % 20, 'n' || g \
+                 FROM generate_series(1, 20) g;\n",
             );
         }
         out
@@ -656,14 +883,31 @@ fn generated_pairs_converge_through_apply_desired_with_every_row_kept() {
     let first_seed = seed();
     eprintln!("desired pairs: PGSHIFT_DESIRED_SEED={first_seed}, {pairs} pairs");
     let work = scratch("desired-pairs");
+    let mut tally: std::collections::BTreeMap<String, usize> = Default::default();
+    let probe = cluster().fresh_database("pairs_probe").expect("database");
+    let major: u32 = cluster()
+        .psql(&probe, "SHOW server_version_num;")
+        .expect("version")
+        .trim()
+        .parse::<u32>()
+        .expect("a number")
+        / 10_000;
     for pair in 0..pairs {
         let seed = first_seed.wrapping_add(pair).max(1);
         let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
-        let first = Model::generate(&mut rng);
+        let first = Model::generate(&mut rng, major);
         let mut second = first.clone();
         let mutations: Vec<String> = (0..1 + rng.below(3))
             .map(|_| second.mutate(&mut rng))
             .collect();
+        for mutation in &mutations {
+            // The mutation's kind: its words without the names it drew.
+            let kind: Vec<&str> = mutation
+                .split(' ')
+                .filter(|w| !w.chars().any(|c| c.is_ascii_digit()))
+                .collect();
+            *tally.entry(kind.join(" ")).or_default() += 1;
+        }
         let context = format!(
             "seed {seed}: {mutations:?}\n-- first\n{}-- second\n{}",
             first.sql(),
@@ -707,6 +951,9 @@ fn generated_pairs_converge_through_apply_desired_with_every_row_kept() {
             dump_with(&native, &only_app),
             "{context}"
         );
+        if first.events.is_some() && second.events.is_some() {
+            assert_eq!(count(&live, "ev"), "20", "{context}\nrows of ev");
+        }
         for table in &second.tables {
             if first.tables.iter().any(|t| t.name == table.name) {
                 assert_eq!(
@@ -718,5 +965,6 @@ fn generated_pairs_converge_through_apply_desired_with_every_row_kept() {
             }
         }
     }
+    eprintln!("desired pairs: mutations drawn: {tally:?}");
     let _ = fs::remove_dir_all(&work);
 }

@@ -9,17 +9,20 @@
 //! (an ordering the statements cannot run in, a difference they do not cover) is an
 //! error with what is left, before anything touches the live database.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::Instant;
 
 use sha2::{Digest, Sha256};
 
-use super::diff::{access_changes, changes, leftover, AccessChange, Change, DiffError};
+use super::diff::{
+    access_changes, changes, leftover, storage_to_read, AccessChange, Change, DiffError, Facts,
+};
 use super::layout;
 use super::pull::{unrestricted, DUMP_OPTIONS};
 use super::scratch::Scratch;
 use super::units::Units;
+use crate::connect::{connect, ConnectionSpec, SessionBudgets};
 use crate::trace::{clone::Clone, install, read_target, schema, TraceError};
 
 /// Where the desired schema is.
@@ -164,7 +167,15 @@ pub async fn compare(
     } else {
         schemas.iter().cloned().collect()
     };
-    let planned = changes(&live, &wanted, &managed)?;
+    let facts = Facts {
+        server_version_num: version_num,
+        storage: storage(
+            &cluster.connection_string(&desired_db),
+            storage_to_read(&live, &wanted, &managed),
+        )
+        .await?,
+    };
+    let planned = changes(&live, &wanted, &managed, &facts)?;
     let access = access_changes(&live, &wanted, &managed);
     // INV: DS-2 — a plan is given only once it has run on a rebuilt copy of the live
     // schema and a second comparison finds nothing left to change.
@@ -205,6 +216,46 @@ pub async fn compare(
         access_review,
         total_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
     })
+}
+
+/// The storage the desired database gives each of `columns` (schema, table, column),
+/// by its catalog.
+async fn storage(
+    conninfo: &str,
+    columns: Vec<(String, String, String)>,
+) -> Result<BTreeMap<(String, String, String), String>, CompareError> {
+    let mut out = BTreeMap::new();
+    if columns.is_empty() {
+        return Ok(out);
+    }
+    let spec = ConnectionSpec::parse(conninfo).map_err(TraceError::from)?;
+    let session = connect(&spec, &SessionBudgets::READ_ONLY_PLAN)
+        .await
+        .map_err(TraceError::from)?;
+    for (schema, table, column) in columns {
+        let row = session
+            .client()
+            .query_opt(
+                "SELECT CASE a.attstorage WHEN 'p' THEN 'plain' WHEN 'e' THEN 'external' \
+                 WHEN 'm' THEN 'main' ELSE 'extended' END \
+                 FROM pg_catalog.pg_attribute a \
+                 JOIN pg_catalog.pg_class c ON c.oid = a.attrelid \
+                 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+                 WHERE n.nspname = $1 AND c.relname = $2 AND a.attname = $3 \
+                 AND NOT a.attisdropped",
+                &[&schema, &table, &column],
+            )
+            .await
+            .map_err(|e| {
+                CompareError::Io(format!(
+                    "cannot read a column's storage on the throwaway cluster: {e}"
+                ))
+            })?;
+        if let Some(row) = row {
+            out.insert((schema, table, column), row.get(0));
+        }
+    }
+    Ok(out)
 }
 
 fn script(changes: &[Change]) -> String {

@@ -4,18 +4,20 @@ use pgshift_sql::ast::{DropBehavior, DropStmt, Node, ObjectType, ObjectWithArgs}
 use pgshift_sql::{quote_ident, NodeEnum, QualifiedName, Statement};
 
 use super::super::units::{Key, Kind, Unit};
-use super::{describe, q, sql_of, unsupported, Action, Change, DiffError};
+use super::{describe, q, settings, sql_of, unsupported, Action, Change, DiffError, Facts};
 
-pub(super) fn drop(key: &Key, unit: &Unit) -> Result<Change, DiffError> {
+/// The statement that removes `unit`, or none where nothing is left to remove (a
+/// setting of a column the desired schema does not have).
+pub(super) fn drop(key: &Key, unit: &Unit, facts: &Facts) -> Result<Option<Change>, DiffError> {
     let p = &key.parts;
     let object = describe(key);
     let plain = |sql: String, destructive: bool| {
-        Ok(Change {
+        Ok(Some(Change {
             sql,
             action: Action::Drop,
             object: object.clone(),
             destructive,
-        })
+        }))
     };
     match key.kind {
         Kind::Table => plain(format!("DROP TABLE {}", q(&p[0], &p[1])), true),
@@ -144,20 +146,33 @@ pub(super) fn drop(key: &Key, unit: &Unit) -> Result<Change, DiffError> {
             }
             _ => unsupported(&object, "revoking it"),
         },
+        // Destructive: from DETACH on, the partition's rows are no longer the
+        // parent's (until an ATTACH of a changed bound, later in the plan).
         Kind::Attach => {
             let Some(parent) = attached_to(&unit.statement) else {
                 return unsupported(&object, "detaching it");
             };
             plain(
                 format!("ALTER TABLE {parent} DETACH PARTITION {}", q(&p[0], &p[1])),
-                false,
+                true,
             )
         }
-        Kind::Aggregate
-        | Kind::IndexAttach
-        | Kind::TableSetting
-        | Kind::StatisticsTarget
-        | Kind::DefaultPrivileges => unsupported(&object, "removing it"),
+        Kind::TableSetting => settings::reset(key, unit, facts, &object),
+        Kind::StatisticsTarget => match &unit.statement.node {
+            NodeEnum::AlterStatsStmt(stmt) => {
+                let mut reset = stmt.clone();
+                reset.stxstattarget = Some(Box::new(Node {
+                    node: Some(NodeEnum::Integer(pgshift_sql::ast::Integer { ival: -1 })),
+                }));
+                plain(sql_of(NodeEnum::AlterStatsStmt(reset), &object)?, false)
+            }
+            _ => unsupported(&object, "removing it"),
+        },
+        // An index partition leaves with its table (see `gone`): one whose table stays
+        // attached cannot be detached alone.
+        Kind::Aggregate | Kind::IndexAttach | Kind::DefaultPrivileges => {
+            unsupported(&object, "removing it")
+        }
     }
 }
 

@@ -10,9 +10,12 @@
 
 mod access;
 mod drop;
+mod gone;
+mod identity;
+mod settings;
 mod table;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use pgshift_sql::ast::Node;
 use pgshift_sql::{deparse, NodeEnum, QualifiedName};
@@ -71,28 +74,61 @@ pub enum DiffError {
     },
 }
 
+/// What the desired database's catalog says where its dump says nothing, and what
+/// the server can run.
+#[derive(Clone, Debug, Default)]
+pub struct Facts {
+    /// The server's `server_version_num`.
+    pub server_version_num: u32,
+    /// The storage (`plain`, `external`, `extended`, `main`) the desired database gives
+    /// a column (schema, table, column) that the live dump sets and the desired one
+    /// does not: what `SET STORAGE` takes the column back to.
+    pub storage: BTreeMap<(String, String, String), String>,
+}
+
+/// The columns whose storage [`Facts::storage`] must give: those with a live
+/// `SET STORAGE` the desired dump lacks.
+pub fn storage_to_read(
+    live: &Units,
+    desired: &Units,
+    managed: &BTreeSet<String>,
+) -> Vec<(String, String, String)> {
+    let in_scope = scope(desired, managed);
+    live.by_key
+        .keys()
+        .filter(|k| {
+            in_scope(k)
+                && k.kind == Kind::TableSetting
+                && k.parts[2] == pgshift_sql::ast::AlterTableType::AtSetStorage.as_str_name()
+                && !desired.by_key.contains_key(k)
+        })
+        .map(|k| (k.parts[0].clone(), k.parts[1].clone(), k.parts[3].clone()))
+        .collect()
+}
+
 /// The changes from `live` to `desired`, managing only the schemas in `managed` (and
 /// extensions only where the desired schema has some).
 pub fn changes(
     live: &Units,
     desired: &Units,
     managed: &BTreeSet<String>,
+    facts: &Facts,
 ) -> Result<Vec<Change>, DiffError> {
     let in_scope = scope(desired, managed);
+    let gone = gone::Gone::of(live, desired, &in_scope);
     let mut drops: Vec<(usize, Change)> = Vec::new();
     for (key, unit) in &live.by_key {
-        if !in_scope(key) {
+        if !in_scope(key) || gone.takes(key) {
             continue;
         }
-        match desired.by_key.get(key) {
-            None => drops.push((unit.position, drop::drop(key, unit)?)),
-            Some(wanted) if wanted.statement.text != unit.statement.text => {
-                if recreated(key.kind) {
-                    drops.push((unit.position, drop::drop(key, unit)?));
-                }
+        let dropped = match desired.by_key.get(key) {
+            None => drop::drop(key, unit, facts)?,
+            Some(wanted) if wanted.statement.text != unit.statement.text && recreated(key.kind) => {
+                drop::drop(key, unit, facts)?
             }
-            Some(_) => {}
-        }
+            Some(_) => None,
+        };
+        drops.extend(dropped.map(|c| (unit.position, c)));
     }
     drops.sort_by_key(|d| std::cmp::Reverse(d.0));
     let mut out: Vec<Change> = drops.into_iter().map(|(_, c)| c).collect();
@@ -108,24 +144,37 @@ pub fn changes(
     };
     let mut creates: Vec<(&Key, &Unit)> = desired.by_key.iter().collect();
     creates.sort_by_key(|(_, u)| u.position);
+    // Partitions are attached last, index partitions after them: a partition's own
+    // indexes and keys exist by then, so ATTACH PARTITION adopts them instead of
+    // building copies under other names (pg_dump attaches first because it restores
+    // into tables without indexes).
+    let mut attaches: Vec<Change> = Vec::new();
+    let mut index_attaches: Vec<Change> = Vec::new();
     for (key, unit) in creates {
         if !in_scope(key) {
             continue;
         }
-        match live.by_key.get(key) {
-            None => out.extend(with_settings(create(key, unit), unit)),
+        let created = match live.by_key.get(key) {
+            None => with_settings(create(key, unit), unit),
             Some(was) if was.statement.text != unit.statement.text => {
                 if recreated(key.kind) {
-                    out.extend(with_settings(create(key, unit), unit));
+                    with_settings(create(key, unit), unit)
                 } else if partition(key) {
                     continue;
                 } else {
-                    out.extend(alter(key, was, unit)?);
+                    alter(key, was, unit, facts)?
                 }
             }
-            Some(_) => {}
+            Some(_) => continue,
+        };
+        match key.kind {
+            Kind::Attach => attaches.extend(created),
+            Kind::IndexAttach => index_attaches.extend(created),
+            _ => out.extend(created),
         }
     }
+    out.extend(attaches);
+    out.extend(index_attaches);
     Ok(out)
 }
 
@@ -185,6 +234,7 @@ fn recreated(kind: Kind) -> bool {
             | Kind::Statistics
             | Kind::MaterializedView
             | Kind::DomainConstraint
+            | Kind::Attach
     )
 }
 
@@ -282,7 +332,7 @@ pub(super) fn sql_of(node: NodeEnum, object: &str) -> Result<String, DiffError> 
 }
 
 /// The change of a unit both sides have, where it is not dropped and created again.
-fn alter(key: &Key, was: &Unit, wanted: &Unit) -> Result<Vec<Change>, DiffError> {
+fn alter(key: &Key, was: &Unit, wanted: &Unit, facts: &Facts) -> Result<Vec<Change>, DiffError> {
     let object = describe(key);
     let desired_text = |destructive: bool| {
         vec![Change {
@@ -294,7 +344,7 @@ fn alter(key: &Key, was: &Unit, wanted: &Unit) -> Result<Vec<Change>, DiffError>
     };
     match key.kind {
         Kind::Table => {
-            let altered = table::table(key, was, wanted)?;
+            let altered = table::table(key, was, wanted, facts)?;
             if altered.is_empty() {
                 // The texts differ in something no column change makes: the columns'
                 // order, say.
@@ -347,8 +397,14 @@ fn alter(key: &Key, was: &Unit, wanted: &Unit) -> Result<Vec<Change>, DiffError>
         | Kind::TriggerState
         | Kind::Comment
         | Kind::SequenceOwnedBy
-        | Kind::StatisticsTarget
-        | Kind::TableSetting => Ok(desired_text(false)),
+        | Kind::StatisticsTarget => Ok(desired_text(false)),
+        // The desired setting, after a reset of what only the live one sets.
+        Kind::TableSetting => {
+            let mut out = settings::unset(key, was, wanted)?;
+            out.extend(desired_text(false));
+            Ok(out)
+        }
+        Kind::Identity => identity::alter(&object, was, wanted),
         _ => unsupported(&object, "a change of its definition"),
     }
 }
@@ -405,9 +461,19 @@ mod tests {
         Units::read(&pgshift_sql::parse(sql).expect("parses")).expect("covered")
     }
 
+    pub(super) fn facts() -> Facts {
+        Facts {
+            server_version_num: 180_000,
+            storage: BTreeMap::from([(
+                ("app".to_owned(), "t".to_owned(), "body".to_owned()),
+                "extended".to_owned(),
+            )]),
+        }
+    }
+
     pub(super) fn plan(live: &str, desired: &str) -> Vec<Change> {
         let managed: BTreeSet<String> = ["app".to_owned()].into();
-        changes(&units(live), &units(desired), &managed).expect("a plan")
+        changes(&units(live), &units(desired), &managed, &facts()).expect("a plan")
     }
 
     pub(super) fn sql(changes: &[Change]) -> Vec<&str> {
@@ -489,6 +555,7 @@ mod tests {
             &units("CREATE TABLE app.t (id integer) PARTITION BY RANGE (id);"),
             &units("CREATE TABLE app.t (id integer) PARTITION BY LIST (id);"),
             &managed,
+            &facts(),
         )
         .expect_err("partitioning is not covered");
         assert!(err.to_string().contains("table app.t"), "{err}");
@@ -496,6 +563,7 @@ mod tests {
             &units("CREATE TYPE app.e AS ENUM ('a', 'b');"),
             &units("CREATE TYPE app.e AS ENUM ('b', 'a');"),
             &managed,
+            &facts(),
         )
         .expect_err("moving a label is not covered");
         assert!(err.to_string().contains("moved"), "{err}");
@@ -520,6 +588,47 @@ mod tests {
                 "ALTER TYPE app.e ADD VALUE 'b' BEFORE 'c'",
                 "ALTER TYPE app.e ADD VALUE 'd' AFTER 'c'",
                 "ALTER SEQUENCE app.s START 1 INCREMENT 5 NO MINVALUE NO MAXVALUE CACHE 1",
+            ]
+        );
+    }
+
+    const PARTITIONED: &str = "CREATE TABLE app.ev (id bigint NOT NULL, t integer NOT NULL, note text) PARTITION BY RANGE (t);
+        CREATE TABLE app.ev_0 (id bigint NOT NULL, t integer NOT NULL, note text);
+        CREATE TABLE app.ev_d (id bigint NOT NULL, t integer NOT NULL, note text);
+        ALTER TABLE ONLY app.ev ATTACH PARTITION app.ev_0 FOR VALUES FROM (0) TO (10);
+        ALTER TABLE ONLY app.ev ATTACH PARTITION app.ev_d DEFAULT;
+        ALTER TABLE ONLY app.ev ADD CONSTRAINT ev_pkey PRIMARY KEY (id, t);
+        ALTER TABLE ONLY app.ev_0 ADD CONSTRAINT ev_0_pkey PRIMARY KEY (id, t);
+        ALTER TABLE ONLY app.ev_d ADD CONSTRAINT ev_d_pkey PRIMARY KEY (id, t);
+        CREATE INDEX ev_note ON ONLY app.ev USING btree (note);
+        CREATE INDEX ev_0_note_idx ON app.ev_0 USING btree (note);
+        CREATE INDEX ev_d_note_idx ON app.ev_d USING btree (note);
+        ALTER INDEX app.ev_note ATTACH PARTITION app.ev_0_note_idx;
+        ALTER INDEX app.ev_pkey ATTACH PARTITION app.ev_0_pkey;
+        ALTER INDEX app.ev_note ATTACH PARTITION app.ev_d_note_idx;
+        ALTER INDEX app.ev_pkey ATTACH PARTITION app.ev_d_pkey;";
+
+    #[test]
+    fn partitions_are_attached_after_their_indexes_and_leave_with_their_table() {
+        // The default partition replaced by a range, and the first range widened.
+        let desired = PARTITIONED
+            .replace("app.ev_d DEFAULT", "app.ev_2 FOR VALUES FROM (20) TO (30)")
+            .replace("ev_d", "ev_2")
+            .replace("TO (10)", "TO (20)");
+        let got = plan(PARTITIONED, &desired);
+        assert_eq!(
+            sql(&got),
+            [
+                r#"ALTER TABLE "app"."ev" DETACH PARTITION "app"."ev_d""#,
+                r#"ALTER TABLE "app"."ev" DETACH PARTITION "app"."ev_0""#,
+                r#"DROP TABLE "app"."ev_d""#,
+                "CREATE TABLE app.ev_2 (id bigint NOT NULL, t integer NOT NULL, note text)",
+                "ALTER TABLE ONLY app.ev_2 ADD CONSTRAINT ev_2_pkey PRIMARY KEY (id, t)",
+                "CREATE INDEX ev_2_note_idx ON app.ev_2 USING btree (note)",
+                "ALTER TABLE ONLY app.ev ATTACH PARTITION app.ev_0 FOR VALUES FROM (0) TO (20)",
+                "ALTER TABLE ONLY app.ev ATTACH PARTITION app.ev_2 FOR VALUES FROM (20) TO (30)",
+                "ALTER INDEX app.ev_note ATTACH PARTITION app.ev_2_note_idx",
+                "ALTER INDEX app.ev_pkey ATTACH PARTITION app.ev_2_pkey",
             ]
         );
     }

@@ -8,10 +8,15 @@ use pgshift_sql::ast::{
 use pgshift_sql::{quote_ident, NodeEnum};
 
 use super::super::units::{shape_of, Key, Unit};
-use super::{q, sql_of, unsupported, Action, Change, DiffError};
+use super::{q, sql_of, unsupported, Action, Change, DiffError, Facts};
 
 /// A table's column and check changes, from both `CREATE TABLE`s' syntax trees.
-pub(super) fn table(key: &Key, was: &Unit, wanted: &Unit) -> Result<Vec<Change>, DiffError> {
+pub(super) fn table(
+    key: &Key,
+    was: &Unit,
+    wanted: &Unit,
+    facts: &Facts,
+) -> Result<Vec<Change>, DiffError> {
     let object = key.parts.join(".");
     let (NodeEnum::CreateStmt(old), NodeEnum::CreateStmt(new)) =
         (&was.statement.node, &wanted.statement.node)
@@ -27,18 +32,33 @@ pub(super) fn table(key: &Key, was: &Unit, wanted: &Unit) -> Result<Vec<Change>,
             s.oncommit,
             s.tablespacename.clone(),
             s.access_method.clone(),
-            s.relation.as_ref().map(|r| r.relpersistence.clone()),
         )
     };
     if table_level(old) != table_level(new) {
         return unsupported(
             &format!("table {object}"),
-            "a change of its partitioning, inheritance, persistence, tablespace or access method",
+            "a change of its partitioning, inheritance, tablespace or access method",
         );
     }
     let relation = new.relation.clone().unwrap_or_default();
     let qualified = q(&key.parts[0], &key.parts[1]);
     let mut out = Vec::new();
+    let persistence = |s: &pgshift_sql::ast::CreateStmt| {
+        s.relation
+            .as_ref()
+            .map(|r| r.relpersistence.clone())
+            .unwrap_or_default()
+    };
+    if persistence(old) != persistence(new) {
+        // An unlogged table is emptied by a crash: marked destructive.
+        let unlogged = persistence(new) == "u";
+        out.push(alter_table(
+            &relation,
+            &format!("table {object}"),
+            AtCommand::Logged(!unlogged),
+            unlogged,
+        )?);
+    }
     let columns = |s: &pgshift_sql::ast::CreateStmt| -> Vec<ColumnDef> {
         s.table_elts
             .iter()
@@ -143,7 +163,8 @@ pub(super) fn table(key: &Key, was: &Unit, wanted: &Unit) -> Result<Vec<Change>,
                 .filter(|n| {
                     !matches!(&n.node, Some(NodeEnum::Constraint(k))
                         if k.contype == ConstrType::ConstrDefault as i32
-                            || k.contype == ConstrType::ConstrNotnull as i32)
+                            || k.contype == ConstrType::ConstrNotnull as i32
+                            || k.contype == ConstrType::ConstrGenerated as i32)
                 })
                 .map(shape_of)
                 .collect();
@@ -151,16 +172,17 @@ pub(super) fn table(key: &Key, was: &Unit, wanted: &Unit) -> Result<Vec<Change>,
                 others,
                 c.storage.clone(),
                 c.compression.clone(),
-                c.generated.clone(),
                 c.identity.clone(),
             )
         };
         if rest(before) != rest(column) {
             return unsupported(
                 &what,
-                "a change of its generation, identity, storage, compression or column constraints",
+                "a change of its identity, storage or compression written in the column, \
+                 or of its column constraints",
             );
         }
+        out.extend(generation(&relation, &what, before, column, facts)?);
         if shape_of(&before.type_name) != shape_of(&column.type_name)
             || shape_of(&before.coll_clause) != shape_of(&column.coll_clause)
         {
@@ -276,8 +298,58 @@ pub(super) fn options(
     Ok(out)
 }
 
+/// A generated column's expression: dropped (the column keeps its values), or changed
+/// where the server can (`SET EXPRESSION`, PostgreSQL 17 and later; a rewrite).
+/// PostgreSQL cannot make an existing column generated, nor a stored one virtual.
+fn generation(
+    relation: &RangeVar,
+    what: &str,
+    before: &ColumnDef,
+    column: &ColumnDef,
+    facts: &Facts,
+) -> Result<Vec<Change>, DiffError> {
+    let generated = |c: &ColumnDef| {
+        c.constraints.iter().find_map(|n| match &n.node {
+            Some(NodeEnum::Constraint(k)) if k.contype == ConstrType::ConstrGenerated as i32 => {
+                Some((**k).clone())
+            }
+            _ => None,
+        })
+    };
+    let change = |command: AtCommand| alter_table(relation, what, command, false).map(|c| vec![c]);
+    match (generated(before), generated(column)) {
+        (None, None) => Ok(Vec::new()),
+        (Some(a), Some(b)) if shape_of(&a) == shape_of(&b) => Ok(Vec::new()),
+        (Some(a), None) if a.generated_kind != "v" => {
+            change(AtCommand::DropExpression(column.colname.clone()))
+        }
+        (Some(_), None) => unsupported(
+            what,
+            "ending a virtual column's generation (PostgreSQL keeps no values to keep)",
+        ),
+        (None, Some(_)) => unsupported(
+            what,
+            "making an existing column generated (PostgreSQL cannot; add a new column)",
+        ),
+        (Some(a), Some(b)) if a.generated_kind != b.generated_kind => unsupported(
+            what,
+            "a change between a stored and a virtual generated column",
+        ),
+        (Some(_), Some(b)) if facts.server_version_num >= 170_000 => change(
+            AtCommand::SetExpression(column.colname.clone(), b.raw_expr.clone()),
+        ),
+        (Some(_), Some(_)) => unsupported(
+            what,
+            "a changed generation expression (PostgreSQL changes one in place from 17 on)",
+        ),
+    }
+}
+
 pub(super) enum AtCommand {
     Options(AlterTableType, Node),
+    Logged(bool),
+    DropExpression(String),
+    SetExpression(String, Option<Box<Node>>),
     Add(ColumnDef),
     Type(ColumnDef),
     Default(String, Option<Box<Node>>),
@@ -300,6 +372,22 @@ pub(super) fn alter_table(
         AtCommand::Options(subtype, list) => {
             cmd.subtype = subtype as i32;
             cmd.def = Some(Box::new(list));
+        }
+        AtCommand::Logged(logged) => {
+            cmd.subtype = if logged {
+                AlterTableType::AtSetLogged as i32
+            } else {
+                AlterTableType::AtSetUnLogged as i32
+            };
+        }
+        AtCommand::DropExpression(name) => {
+            cmd.subtype = AlterTableType::AtDropExpression as i32;
+            cmd.name = name;
+        }
+        AtCommand::SetExpression(name, expr) => {
+            cmd.subtype = AlterTableType::AtSetExpression as i32;
+            cmd.name = name;
+            cmd.def = expr;
         }
         AtCommand::Add(column) => {
             cmd.subtype = AlterTableType::AtAddColumn as i32;
@@ -353,7 +441,8 @@ pub(super) fn alter_table(
 mod tests {
     use std::collections::BTreeSet;
 
-    use super::super::tests::{plan, sql, units};
+    use super::super::tests::{facts, plan, sql, units};
+    use super::super::Facts;
     use super::super::*;
 
     #[test]
@@ -388,6 +477,7 @@ mod tests {
             &units("CREATE TABLE app.t (id integer, b text);"),
             &units("CREATE TABLE app.t (id integer, a text, b text);"),
             &managed,
+            &facts(),
         )
         .expect_err("PostgreSQL cannot insert a column");
         assert!(
@@ -395,5 +485,68 @@ mod tests {
                 .contains("the desired files have a where PostgreSQL would leave b"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn column_properties_and_persistence_are_changed_in_place() {
+        let got = plan(
+            "CREATE TABLE app.t (id integer NOT NULL, body text, g integer GENERATED ALWAYS AS ((id * 2)) STORED, h integer GENERATED ALWAYS AS ((id + 1)) STORED);
+             ALTER TABLE app.t ALTER COLUMN id ADD GENERATED BY DEFAULT AS IDENTITY (SEQUENCE NAME app.t_id_seq START WITH 1 INCREMENT BY 1 NO MINVALUE NO MAXVALUE CACHE 1 CYCLE);
+             ALTER TABLE ONLY app.t ALTER COLUMN body SET STORAGE external;
+             ALTER TABLE ONLY app.t ALTER COLUMN body SET (n_distinct='10', n_distinct_inherited='5');
+             ALTER TABLE ONLY app.t ALTER COLUMN h SET STATISTICS 500;",
+            "CREATE UNLOGGED TABLE app.t (id integer NOT NULL, body text, g integer, h integer GENERATED ALWAYS AS ((id + 2)) STORED);
+             ALTER TABLE app.t ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (SEQUENCE NAME app.t_id_seq START WITH 1 INCREMENT BY 5 NO MINVALUE NO MAXVALUE CACHE 1);
+             ALTER TABLE ONLY app.t ALTER COLUMN body SET (n_distinct='10');
+             ALTER TABLE ONLY app.t ALTER COLUMN body SET COMPRESSION pglz;",
+        );
+        assert_eq!(
+            sql(&got),
+            [
+                // Settings the desired schema lacks, back to their defaults (the
+                // storage as the desired database's catalog has it).
+                "ALTER TABLE ONLY app.t ALTER COLUMN h SET STATISTICS -1",
+                "ALTER TABLE ONLY app.t ALTER COLUMN body SET STORAGE extended",
+                "ALTER TABLE app.t SET UNLOGGED",
+                "ALTER TABLE app.t ALTER COLUMN g DROP EXPRESSION",
+                "ALTER TABLE app.t ALTER COLUMN h SET EXPRESSION AS (id + 2)",
+                "ALTER TABLE app.t ALTER id SET GENERATED ALWAYS SET INCREMENT 5 SET NO CYCLE",
+                "ALTER TABLE ONLY app.t ALTER COLUMN body RESET (n_distinct_inherited)",
+                "ALTER TABLE ONLY app.t ALTER COLUMN body SET (n_distinct='10')",
+                "ALTER TABLE ONLY app.t ALTER COLUMN body SET COMPRESSION pglz",
+            ]
+        );
+        let destructive: Vec<&str> = got
+            .iter()
+            .filter(|c| c.destructive)
+            .map(|c| c.sql.as_str())
+            .collect();
+        assert_eq!(destructive, ["ALTER TABLE app.t SET UNLOGGED"]);
+    }
+
+    #[test]
+    fn a_generation_postgresql_cannot_change_in_place_is_named() {
+        let managed: BTreeSet<String> = ["app".to_owned()].into();
+        let on_16 = Facts {
+            server_version_num: 160_000,
+            ..facts()
+        };
+        let live = units("CREATE TABLE app.t (id integer, g integer GENERATED ALWAYS AS ((id * 2)) STORED, p integer);");
+        let err = changes(
+            &live,
+            &units("CREATE TABLE app.t (id integer, g integer GENERATED ALWAYS AS ((id * 3)) STORED, p integer);"),
+            &managed,
+            &on_16,
+        )
+        .expect_err("no SET EXPRESSION before 17");
+        assert!(err.to_string().contains("from 17 on"), "{err}");
+        let err = changes(
+            &live,
+            &units("CREATE TABLE app.t (id integer, g integer GENERATED ALWAYS AS ((id * 2)) STORED, p integer GENERATED ALWAYS AS ((id * 4)) STORED);"),
+            &managed,
+            &facts(),
+        )
+        .expect_err("a column cannot become generated");
+        assert!(err.to_string().contains("column app.t.p"), "{err}");
     }
 }
