@@ -20,14 +20,14 @@ pub(super) fn render(out: &mut String, d1: Option<&D1>) {
     );
     let _ = writeln!(
         out,
-        "A generated schema `{}` of {} tables, each with {}: {} statements, created in a database of the benchmark's cluster. Each round pulls it into a new folder as `pgshift pull` does (the dump read, then the files proven on a throwaway cluster), then edits the folder ({}) and diffs it against the database as `pgshift diff` does (both schemas built and compared on a throwaway cluster and the changes proven there, then planned against the database). Each ran in a child process; its peak RSS is that process's `VmHWM` (`pg_dump`, `psql` and the throwaway cluster are other processes). No target: targets.md sets none for D1.\n",
+        "A generated schema `{}` of {} tables, each with {}: a script of {} statements, run in a database of the benchmark's cluster. Each round pulls it into a new folder as `pgshift pull` does (the dump read, then the files proven on a throwaway cluster), then edits the folder ({}) and diffs it against the database as `pgshift diff` does (both schemas built and compared on a throwaway cluster and the changes proven there, then planned against the database). Each ran in a child process; its peak RSS is that process's `VmHWM` (`pg_dump`, `psql` and the throwaway cluster are other processes). No target: targets.md sets none for D1.\n",
         d1.schema,
         count(u64::from(d1.tables)),
         d1.shape,
         count(d1.generated_statements as u64),
         d1.edit
     );
-    out.push_str("| round | pull | read | proof | files | statements | fidelity | pull peak RSS | diff | compare | plan | changes | diff peak RSS |\n|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|\n");
+    out.push_str("| round | pull | read | proof | files written | their statements | fidelity | pull peak RSS | diff | compare | plan | changes | diff peak RSS |\n|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|\n");
     for (i, r) in d1.rounds.iter().enumerate() {
         let (p, d) = (&r.pull, &r.diff);
         let _ = writeln!(
@@ -96,7 +96,7 @@ mod tests {
             out.contains("### D1: desired state, `pull` and `diff` on 1,000 tables"),
             "{out}"
         );
-        assert!(out.contains("5,001 statements"), "{out}");
+        assert!(out.contains("a script of 5,001 statements"), "{out}");
         assert!(
             out.contains("| 1 | 14.20 s | 2.40 s | 11.70 s | 1,002 | 5,004 | exact | 116 MiB | 26.70 s | 25.90 s | 800 ms | 10 | 202 MiB |"),
             "{out}"
