@@ -9,7 +9,7 @@
 //!
 //! # Brief overview
 //!
-//! * [`bench`](mod@bench) runs the scenarios P1–P8 on a throwaway cluster and
+//! * [`bench`](mod@bench) runs the scenarios P1–P8 and D1 on a throwaway cluster and
 //!   writes versioned JSON, SVG charts and a markdown section.
 //! * [`standby_reader`] reads a table in `(created_at, id)` pages behind a fence,
 //!   on a standby through a copy-and-swap run, and checks every pass for skipped

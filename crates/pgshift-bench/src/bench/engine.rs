@@ -2,7 +2,8 @@
 //! the hidden subcommand `engine-run`, which calls [`pgshift::cas::start`]
 //! and prints one line of JSON (the engine's `RunReport`, its wall time and
 //! its own `VmHWM`). The parent samples the child's `VmHWM` from
-//! `/proc/<pid>/status` while it runs, and can kill it.
+//! `/proc/<pid>/status` while it runs, and can kill it. D1's child (`desired-run`,
+//! [`super::desired`]) is started, sampled and read the same way.
 //!
 //! The connection string and the run options travel in environment variables,
 //! not on the command line, where any user of the machine could read them.
@@ -72,22 +73,24 @@ impl CasProgress for PhaseLines {
 pub async fn child_main(table: &str, sql: &str) -> i32 {
     let started = Instant::now();
     let result = child_run(table, sql).await;
+    print_output(started, result)
+}
+
+/// Prints what a child process of the benchmark did (its report, or why it has
+/// none), with its wall time since `started` and its own `VmHWM`, as one
+/// [`ChildOutput`] line on stdout; returns the exit code.
+pub(crate) fn print_output(started: Instant, result: BenchResult<Value>) -> i32 {
     let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
-    let output = match result {
-        Ok(report) => ChildOutput {
-            ok: true,
-            error: None,
-            report: Some(report),
-            wall_ms,
-            vm_hwm_kib: vm_hwm_kib("self"),
-        },
-        Err(e) => ChildOutput {
-            ok: false,
-            error: Some(e.to_string()),
-            report: None,
-            wall_ms,
-            vm_hwm_kib: vm_hwm_kib("self"),
-        },
+    let (report, error) = match result {
+        Ok(report) => (Some(report), None),
+        Err(e) => (None, Some(e.to_string())),
+    };
+    let output = ChildOutput {
+        ok: report.is_some(),
+        error,
+        report,
+        wall_ms,
+        vm_hwm_kib: vm_hwm_kib("self"),
     };
     match serde_json::to_string(&output) {
         Ok(line) => {
@@ -99,7 +102,7 @@ pub async fn child_main(table: &str, sql: &str) -> i32 {
             }
         }
         Err(e) => {
-            eprintln!("engine-run: cannot print the result: {e}");
+            eprintln!("{SUBCOMMAND}: cannot print the result: {e}");
             2
         }
     }
@@ -159,18 +162,20 @@ impl ChildRun {
             .max(self.sampled_peak_kib)
     }
 
+    /// What the child reported (an error if it failed).
+    pub fn report(&self) -> BenchResult<&Value> {
+        match (&self.output.report, self.output.ok) {
+            (Some(report), true) => Ok(report),
+            _ => Err(BenchError(format!(
+                "the engine failed: {}",
+                self.output.error.as_deref().unwrap_or("no report")
+            ))),
+        }
+    }
+
     /// The run as the benchmark reports it (an error if the run failed).
     pub fn engine_run(&self) -> BenchResult<EngineRun> {
-        let report = match (&self.output.report, self.output.ok) {
-            (Some(report), true) => report,
-            _ => {
-                return Err(BenchError(format!(
-                    "the engine failed: {}",
-                    self.output.error.as_deref().unwrap_or("no report")
-                )))
-            }
-        };
-        let mut run = engine_run_from_report(report, self.wall_ms);
+        let mut run = engine_run_from_report(self.report()?, self.wall_ms);
         run.vm_hwm_kib = Some(self.peak_kib());
         Ok(run)
     }
@@ -184,17 +189,25 @@ impl EngineChild {
         sql: &str,
         options: &RunOptions,
     ) -> BenchResult<EngineChild> {
-        let exe = std::env::current_exe().ctx("finding the benchmark executable")?;
         let options = serde_json::to_string(options).ctx("the run options")?;
+        Self::spawn_with(
+            [SUBCOMMAND, "--table", table, "--sql", sql],
+            &[(CONNINFO_ENV, conninfo), (OPTIONS_ENV, &options)],
+        )
+    }
+
+    /// Starts the benchmark executable with `args` (a hidden subcommand that
+    /// prints a [`ChildOutput`] line) and `envs`, sampling its `VmHWM`.
+    pub(crate) fn spawn_with<I, S>(args: I, envs: &[(&str, &str)]) -> BenchResult<EngineChild>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        let exe = std::env::current_exe().ctx("finding the benchmark executable")?;
         let started = Instant::now();
         let child = tokio::process::Command::new(exe)
-            .arg(SUBCOMMAND)
-            .arg("--table")
-            .arg(table)
-            .arg("--sql")
-            .arg(sql)
-            .env(CONNINFO_ENV, conninfo)
-            .env(OPTIONS_ENV, options)
+            .args(args)
+            .envs(envs.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

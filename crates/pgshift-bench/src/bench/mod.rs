@@ -14,12 +14,16 @@
 //! * **P7** the change-log backlog at twice the demo rate;
 //! * **P8** a streaming replica under the P3 load and change: its replay lag
 //!   over time and at the swap, with the default throttle and with it off, and a
-//!   keyset reader on it checked for skips, repeats and cancelled queries.
+//!   keyset reader on it checked for skips, repeats and cancelled queries;
+//! * **D1** desired state's `pull` and `diff` on a generated schema (1,000
+//!   tables by default), in rounds (no target).
 //!
 //! [`run`] does it all; the program that calls it must hand the hidden
 //! `engine-run` subcommand to [`engine::child_main`], because P1, P2, P5 and
-//! P6 run the engine in a child process (the same executable).
+//! P6 run the engine in a child process (the same executable), and the hidden
+//! `desired-run` subcommand to [`desired::child_main`], D1's child.
 
+pub mod desired;
 pub mod engine;
 pub mod env;
 pub mod markdown;
@@ -101,21 +105,24 @@ pub enum Scenario {
     P7,
     /// A streaming replica: replay lag and a reader on it.
     P8,
+    /// Desired state: `pull` and `diff` on a generated schema.
+    D1,
 }
 
 impl Scenario {
     /// Every scenario, in the order they run.
-    pub const ALL: [Scenario; 7] = [
+    pub const ALL: [Scenario; 8] = [
         Scenario::P1,
         Scenario::P2,
         Scenario::P6,
         Scenario::P5,
+        Scenario::D1,
         Scenario::P3,
         Scenario::P7,
         Scenario::P8,
     ];
 
-    /// Parses `P1`…`P8` (`P4` means P3, which measures it).
+    /// Parses `P1`…`P8` (`P4` means P3, which measures it) and `D1`.
     pub fn parse(text: &str) -> Option<Scenario> {
         match text.trim().to_ascii_uppercase().as_str() {
             "P1" => Some(Scenario::P1),
@@ -125,11 +132,12 @@ impl Scenario {
             "P6" => Some(Scenario::P6),
             "P7" => Some(Scenario::P7),
             "P8" => Some(Scenario::P8),
+            "D1" => Some(Scenario::D1),
             _ => None,
         }
     }
 
-    /// `P1`…
+    /// `P1`…, `D1`.
     pub fn name(self) -> &'static str {
         match self {
             Scenario::P1 => "P1",
@@ -139,6 +147,7 @@ impl Scenario {
             Scenario::P6 => "P6",
             Scenario::P7 => "P7",
             Scenario::P8 => "P8",
+            Scenario::D1 => "D1",
         }
     }
 }
@@ -172,6 +181,10 @@ pub struct BenchOptions {
     pub p3_rounds: u32,
     /// Rows of the P5 table.
     pub p5_rows: u64,
+    /// Tables of D1's generated schema.
+    pub desired_tables: u32,
+    /// Rounds of D1.
+    pub desired_rounds: u32,
     /// Whether these are the `--quick` sizes (reported).
     pub quick: bool,
     /// The scenarios to run.
@@ -210,6 +223,8 @@ impl BenchOptions {
             pair_rounds: 3,
             p3_rounds: 3,
             p5_rows: 100_000,
+            desired_tables: 1_000,
+            desired_rounds: 3,
             quick: false,
             only: Scenario::ALL.into_iter().collect(),
             pg_bin: None,
@@ -238,6 +253,8 @@ impl BenchOptions {
             pair_rounds: 1,
             p3_rounds: 1,
             p5_rows: 10_000,
+            desired_tables: 50,
+            desired_rounds: 1,
             quick: true,
             ..BenchOptions::standard(out)
         }
@@ -305,6 +322,8 @@ impl BenchOptions {
             p5_rounds: self.p5_rounds,
             pair_rounds: self.pair_rounds,
             p3_rounds: self.p3_rounds,
+            desired_tables: self.desired_tables,
+            desired_rounds: self.desired_rounds,
         }
     }
 }
@@ -406,6 +425,11 @@ pub async fn run(options: BenchOptions) -> BenchResult<BenchResults> {
         command: env::command_line(&options.args),
         source_revision: env::source_revision(),
         args: options.args.clone(),
+        scenarios: Scenario::ALL
+            .into_iter()
+            .filter(|s| options.only.contains(s))
+            .map(|s| s.name().to_owned())
+            .collect(),
         runtime_s: 0.0,
         machine: env::machine(),
         postgres,
@@ -420,9 +444,10 @@ pub async fn run(options: BenchOptions) -> BenchResult<BenchResults> {
         p6: None,
         p7: None,
         p8: None,
+        d1: None,
         failures: Vec::new(),
         targets: Vec::new(),
-        notes: notes(),
+        notes: notes(&options.only),
     };
     let selected = |s: Scenario| options.only.contains(&s);
     for scenario in Scenario::ALL.into_iter().filter(|s| selected(*s)) {
@@ -432,6 +457,7 @@ pub async fn run(options: BenchOptions) -> BenchResult<BenchResults> {
             Scenario::P2 => tables::p2(&mut bench).await.map(|p| results.p2 = Some(p)),
             Scenario::P6 => tables::p6_small(&mut bench).await,
             Scenario::P5 => capture::p5(&mut bench).await.map(|p| results.p5 = Some(p)),
+            Scenario::D1 => desired::d1(&mut bench).await.map(|d| results.d1 = Some(d)),
             Scenario::P3 | Scenario::P7 | Scenario::P8 => Ok(()),
         };
         if let Err(e) = outcome {
@@ -660,9 +686,11 @@ fn span_word(pace: &str) -> &str {
     }
 }
 
-/// What the figures are and what is approximated.
-fn notes() -> Vec<String> {
-    [
+/// What the figures are and what is approximated: the notes of the scenarios in
+/// `only`.
+fn notes(only: &BTreeSet<Scenario>) -> Vec<String> {
+    let any_p = only.iter().any(|s| *s != Scenario::D1);
+    let p_notes = [
         "Every ratio is measured side by side in this one run, on identical tables (created by the same statements) or on identical copies of one seeded database (CREATE DATABASE … TEMPLATE), each side after a CHECKPOINT.",
         "Wall times of pgshift runs in a child process (P1, P2, P6) are from spawning the process to its exit; in-process runs (P3, P7) from the call to its return.",
         "Writer latencies are per write (BEGIN, statement, COMMIT). The windows' figures (before, during, around the cutover, after) are exact, from each write's start and finish in the ledger, over the writes that started in the window; a write still running when the load stopped counts until then. The charts use per-second HdrHistograms (2 significant digits, 1 % precision), each write in the second it started.",
@@ -674,10 +702,18 @@ fn notes() -> Vec<String> {
         "P3 runs pgshift three times under the same load, each on its own copy of the seeded database: with the default throttle, with a stricter --max-writer-slowdown, and with every throttle limit off. A run's copy slowdown is its copy phase over the unthrottled run's. The throttle's decisions are the engine's own (RunReport.throttle: one at each change of pace and every few seconds meanwhile); a span lasts from its decision to the next one, the last to the end of the paced work (copy, index builds, verification), and is shaded on the run's latency chart. A pgshift run under the relay load that has not finished after its budget (900 s; 180 s with --quick) is given up and reported as a failure with the throttle's state: a throttle that never lets the work go would otherwise hold the benchmark for ever.",
         "P7's backlog is count(*) of pgshift.log_<run> sampled every 500 ms by a separate session; 'steady state' means that over the second half of the samples taken before the cutover the backlog grows by less than 5 % of the write rate per second (least-squares slope).",
         "P8 adds a streaming replica (pg_basebackup -R -X stream, started after P3 and P7) and runs P3's change under P3's load on two more copies of the seeded database, with the default throttle and with every limit off. The replay lag is sampled every 500 ms on the primary from pg_stat_replication (pg_current_wal_lsn() - replay_lsn, and replay_lag, which is NULL once the standby is idle); 'around the swap' is the largest sample from 1 s before the cutover phase to 1 s after it; 'behind at the swap' and 'swap replayed after' are the engine's own report. The reader on the replica reads the newest 20,000 rows (or fewer) at or before a fence a second before the load started, 200 rows a page, 10 ms apart; the load never inserts, deletes or re-keys those rows, so every complete pass must read exactly the set read on the primary after the run. Skips, repeats (with rows out of order or not fenced) and queries cancelled by a conflict with recovery are P8's targets, from issue 12 (targets.md has none for P8); no target is set for the lag.",
-    ]
-    .into_iter()
-    .map(str::to_owned)
-    .collect()
+    ];
+    let d1_notes = [
+        "D1 generates its schema (the same text for the same --desired-tables) in a database of its own on the benchmark's cluster, one transaction per table. Each round pulls it into a new folder, adds a column to a few tables' files there, and diffs the folder against the database. pull and diff run in a child process (the bench binary re-executing itself) that calls the library as `pgshift pull` and `pgshift diff` do: `desired::pull`; `desired::compare`, then `plan` of its statements against the database. The pull's times (read, proof, total) and the comparison's are the library's own (`Pulled.timings_ms`, `Compared.total_ms`); the plan is timed around the call, the diff from the call of `compare` to the plan's end. Peak RSS is VmHWM of the child process: pg_dump, psql and the throwaway clusters they use are processes of their own and not in it. targets.md sets no target for D1.",
+    ];
+    let mut notes = Vec::new();
+    if any_p {
+        notes.extend(p_notes);
+    }
+    if only.contains(&Scenario::D1) {
+        notes.extend(d1_notes);
+    }
+    notes.into_iter().map(str::to_owned).collect()
 }
 
 /// Sleeps `seconds`.

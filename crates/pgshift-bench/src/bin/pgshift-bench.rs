@@ -5,6 +5,7 @@
 //! ```sh
 //! cargo run --release -p pgshift-bench --bin pgshift-bench -- --out bench-results
 //! cargo run --release -p pgshift-bench --bin pgshift-bench -- --quick --out /tmp/bench
+//! cargo run --release -p pgshift-bench --bin pgshift-bench -- --only D1 --out docs/bench/d1
 //! cargo run --release -p pgshift-bench --bin pgshift-bench -- render --json docs/bench/results.json --chart-prefix docs/bench/
 //! ```
 
@@ -13,7 +14,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use pgshift_bench::bench::{self, engine, markdown, results::BenchResults, BenchOptions, Scenario};
+use pgshift_bench::bench::{
+    self, desired, engine, markdown, results::BenchResults, BenchOptions, Scenario,
+};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -57,6 +60,16 @@ enum Command {
         /// The statement.
         #[arg(long)]
         sql: String,
+    },
+    /// (internal) Runs desired state's pull into DIR, or its diff of DIR, in this
+    /// process and prints its figures as JSON: D1 measures them in a child process.
+    #[command(name = "desired-run", hide = true)]
+    DesiredRun {
+        /// pull or diff.
+        #[arg(value_parser = ["pull", "diff"])]
+        step: String,
+        /// The folder pulled into, or diffed.
+        dir: PathBuf,
     },
 }
 
@@ -107,7 +120,13 @@ struct RunArgs {
     /// Seconds of each P5 throughput measurement [default: 10; quick: 3].
     #[arg(long)]
     p5_seconds: Option<u64>,
-    /// Only these scenarios, comma-separated (P1,P2,P3,P5,P6,P7,P8; P4 comes with P3).
+    /// Tables of D1's generated schema [default: 1000; quick: 50].
+    #[arg(long)]
+    desired_tables: Option<u32>,
+    /// Rounds of D1 (pull, edit, diff) [default: 3; quick: 1].
+    #[arg(long)]
+    desired_rounds: Option<u32>,
+    /// Only these scenarios, comma-separated (P1,P2,P3,P5,P6,P7,P8,D1; P4 comes with P3).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// PostgreSQL's bin directory [default: PGSHIFT_PG_BIN, pg_config, /usr/lib/postgresql/*/bin].
@@ -138,16 +157,10 @@ impl RunArgs {
         if let Some(rows) = self.p1_large_rows {
             o.p1_large_rows = rows;
         }
-        if let Some(rounds) = self.rounds {
-            if rounds == 0 {
-                return Err("--rounds must be at least 1".to_owned());
-            }
+        if let Some(rounds) = at_least_one(self.rounds, "--rounds")? {
             o.pair_rounds = rounds;
         }
-        if let Some(rounds) = self.p3_rounds {
-            if rounds == 0 {
-                return Err("--p3-rounds must be at least 1".to_owned());
-            }
+        if let Some(rounds) = at_least_one(self.p3_rounds, "--p3-rounds")? {
             o.p3_rounds = rounds;
         }
         if !(self.strict_writer_slowdown.is_finite() && self.strict_writer_slowdown > 1.0) {
@@ -176,6 +189,12 @@ impl RunArgs {
         if let Some(s) = self.p5_seconds {
             o.p5_seconds = s.max(1);
         }
+        if let Some(tables) = self.desired_tables {
+            o.desired_tables = tables;
+        }
+        if let Some(rounds) = at_least_one(self.desired_rounds, "--desired-rounds")? {
+            o.desired_rounds = rounds;
+        }
         if !self.only.is_empty() {
             let mut only = BTreeSet::new();
             for name in &self.only {
@@ -186,7 +205,11 @@ impl RunArgs {
             }
             o.only = only;
         }
-        if o.rows == 0 || o.small_rows == 0 || o.relay_rows_per_partition == 0 {
+        if o.rows == 0
+            || o.small_rows == 0
+            || o.relay_rows_per_partition == 0
+            || o.desired_tables == 0
+        {
             return Err("sizes must be at least 1".to_owned());
         }
         if self.workers == 0 {
@@ -205,6 +228,14 @@ impl RunArgs {
     }
 }
 
+/// `count`, refused when it is 0.
+fn at_least_one(count: Option<u32>, flag: &str) -> Result<Option<u32>, String> {
+    match count {
+        Some(0) => Err(format!("{flag} must be at least 1")),
+        other => Ok(other),
+    }
+}
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -212,6 +243,9 @@ async fn main() -> ExitCode {
     match cli.command {
         Some(Command::EngineRun { table, sql }) => {
             ExitCode::from(engine::child_main(&table, &sql).await.clamp(0, 255) as u8)
+        }
+        Some(Command::DesiredRun { step, dir }) => {
+            ExitCode::from(desired::child_main(&step, &dir).await.clamp(0, 255) as u8)
         }
         Some(Command::Render {
             json,
@@ -310,6 +344,22 @@ mod tests {
             vec![Scenario::P1, Scenario::P3]
         );
         assert_eq!(custom.rate, 100.0);
+        assert_eq!(
+            (standard.desired_tables, standard.desired_rounds),
+            (1_000, 3)
+        );
+        assert!(quick.desired_tables < standard.desired_tables);
+        let d1 = options(&[
+            "--only",
+            "d1",
+            "--desired-tables",
+            "200",
+            "--desired-rounds",
+            "5",
+        ])
+        .expect("D1 alone");
+        assert_eq!(d1.only.into_iter().collect::<Vec<_>>(), vec![Scenario::D1]);
+        assert_eq!((d1.desired_tables, d1.desired_rounds), (200, 5));
     }
 
     #[test]
@@ -318,10 +368,14 @@ mod tests {
         assert!(options(&["--rate", "0"]).is_err());
         assert!(options(&["--rows", "0"]).is_err());
         assert!(options(&["--workers", "0"]).is_err());
+        assert!(options(&["--desired-tables", "0"]).is_err());
+        assert!(options(&["--desired-rounds", "0"])
+            .unwrap_err()
+            .contains("--desired-rounds"));
     }
 
     #[test]
-    fn the_engine_subcommand_is_hidden_but_parses() {
+    fn the_child_subcommands_are_hidden_but_parse() {
         let cli = Cli::try_parse_from([
             "pgshift-bench",
             "engine-run",
@@ -332,9 +386,16 @@ mod tests {
         ])
         .expect("parses");
         assert!(matches!(cli.command, Some(Command::EngineRun { .. })));
+        let cli = Cli::try_parse_from(["pgshift-bench", "desired-run", "diff", "/tmp/d1"])
+            .expect("parses");
+        assert!(
+            matches!(&cli.command, Some(Command::DesiredRun { step, dir }) if step == "diff" && dir == &PathBuf::from("/tmp/d1"))
+        );
+        assert!(Cli::try_parse_from(["pgshift-bench", "desired-run", "push", "/tmp/d1"]).is_err());
         use clap::CommandFactory;
         let help = Cli::command().render_help().to_string();
         assert!(!help.contains("engine-run"), "{help}");
+        assert!(!help.contains("desired-run"), "{help}");
         assert!(help.contains("render"));
     }
 }

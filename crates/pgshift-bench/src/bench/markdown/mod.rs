@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+mod d1;
 mod p1;
 mod p8;
 mod throttle;
@@ -17,7 +18,9 @@ use super::results::{BenchResults, EngineRun, RelayRun, TargetResult};
 pub fn render(results: &BenchResults, chart_prefix: &str) -> String {
     let mut out = String::new();
     header(&mut out, results);
-    targets(&mut out, &results.targets);
+    if results.asked_for_any_p() {
+        targets(&mut out, &results.targets);
+    }
     p1::render(&mut out, results);
     if let Some(p2) = &results.p2 {
         section(&mut out, "P2: plain rebuild against pg_repack");
@@ -387,6 +390,7 @@ pub fn render(results: &BenchResults, chart_prefix: &str) -> String {
         );
     }
     p8::render(&mut out, results.p8.as_ref(), chart_prefix);
+    d1::render(&mut out, results.d1.as_ref());
     if !results.failures.is_empty() {
         section(&mut out, "Scenarios that did not run to the end");
         for failure in &results.failures {
@@ -408,10 +412,23 @@ pub fn render(results: &BenchResults, chart_prefix: &str) -> String {
 }
 
 fn header(out: &mut String, r: &BenchResults) {
+    // A run of some scenarios only says which; results written before the list
+    // are of P1–P8.
+    let partial = !r.scenarios.is_empty()
+        && !super::Scenario::ALL
+            .iter()
+            .all(|s| r.scenarios.iter().any(|n| n == s.name()));
     let _ = writeln!(
         out,
-        "## Results of {} ({}, JSON schema {})\n",
-        r.started_at_utc, r.tool, r.schema_version
+        "## Results of {}{} ({}, JSON schema {})\n",
+        r.started_at_utc,
+        if partial {
+            format!(": {} only", r.scenarios.join(", "))
+        } else {
+            String::new()
+        },
+        r.tool,
+        r.schema_version
     );
     let _ = writeln!(
         out,
@@ -441,6 +458,27 @@ fn header(out: &mut String, r: &BenchResults) {
         "- PostgreSQL {} ({}), a throwaway cluster started by the command: {}.",
         r.postgres.version, r.postgres.bindir, settings
     );
+    if r.asked_for_any_p() {
+        sizes_and_engine(out, r);
+    }
+    if r.asked_for("D1") {
+        let _ = writeln!(
+            out,
+            "- D1: a generated schema of {} tables{}, {} round(s).",
+            count(u64::from(r.sizes.desired_tables)),
+            if r.sizes.quick { " (`--quick`)" } else { "" },
+            r.sizes.desired_rounds
+        );
+    }
+    let _ = writeln!(
+        out,
+        "- The whole benchmark took {}.\n",
+        minutes(r.runtime_s)
+    );
+}
+
+/// The sizes and the copy-and-swap options of P1–P8.
+fn sizes_and_engine(out: &mut String, r: &BenchResults) {
     let _ = writeln!(
         out,
         "- Sizes{}: P1/P2 tables of {} rows{}{}; P6 also at {} rows; relay `events` seeded with {} rows per partition; relay writers at {:.0}/s with {} s of load before and {} s after each change; P5 measurements of {} s.",
@@ -487,11 +525,6 @@ fn header(out: &mut String, r: &BenchResults) {
         } else {
             format!(", verification by {}", r.engine.verify)
         }
-    );
-    let _ = writeln!(
-        out,
-        "- The whole benchmark took {}.\n",
-        minutes(r.runtime_s)
     );
 }
 
@@ -619,6 +652,7 @@ pub(crate) fn count(n: u64) -> String {
 mod tests {
     use super::*;
     use crate::bench::results::sample::sample;
+    use crate::bench::Scenario;
 
     #[test]
     fn the_section_states_command_machine_version_and_every_target() {
@@ -779,6 +813,55 @@ mod tests {
         let text = render(&results, "");
         assert!(!text.contains("copy slowdown"), "{text}");
         assert!(text.contains("| P3 strict p99 | writer p99 during the pgshift run / before, stricter throttle | not measured |"), "{text}");
+    }
+
+    #[test]
+    fn a_run_of_d1_only_says_so_with_its_sizes_and_no_targets() {
+        let mut results = sample();
+        results.scenarios = vec!["D1".to_owned()];
+        results.args = vec!["--only".to_owned(), "D1".to_owned()];
+        (results.p1, results.p2, results.p3, results.p4) = (None, None, None, None);
+        (results.p5, results.p6, results.p7, results.p8) = (None, None, None, None);
+        results.targets = super::super::results::evaluate(&results);
+        let text = render(&results, "");
+        assert!(
+            text.starts_with(
+                "## Results of 2026-11-30T10:00:00Z: D1 only (pgshift-bench 0.1.0, JSON schema 1)"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("- D1: a generated schema of 1,000 tables, 3 round(s)."),
+            "{text}"
+        );
+        assert!(text.contains("from the workspace at 4720e89"), "{text}");
+        assert!(text.contains("2 CPUs (Test CPU)"), "{text}");
+        for absent in ["### Targets", "P1/P2 tables", "pgshift options", "### P"] {
+            assert!(!text.contains(absent), "{absent} in {text}");
+        }
+        assert!(text.contains("### D1"), "{text}");
+    }
+
+    #[test]
+    fn a_full_run_has_d1_beside_the_targets_and_older_results_render_without_it() {
+        let mut results = sample();
+        results.scenarios = Scenario::ALL.iter().map(|s| s.name().to_owned()).collect();
+        let text = render(&results, "");
+        assert!(
+            text.starts_with("## Results of 2026-11-30T10:00:00Z (pgshift-bench"),
+            "{text}"
+        );
+        assert!(
+            text.contains("### Targets") && text.contains("### D1"),
+            "{text}"
+        );
+        assert!(text.contains("P1/P2 tables") && text.contains("- D1: a generated schema"));
+        assert!(!text.contains("| D1 |"), "D1 has no target: {text}");
+        results.scenarios = Vec::new();
+        results.d1 = None;
+        let older = render(&results, "");
+        assert!(!older.contains("D1"), "{older}");
+        assert!(older.contains("### Targets"), "{older}");
     }
 
     #[test]

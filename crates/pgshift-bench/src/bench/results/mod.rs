@@ -9,13 +9,14 @@
 //! * [`tables`]: P1, P2 and P6 (plain tables); [`relay`]: P3, P4 and P7 (the
 //!   relay under load); [`replica`]: P8 (a streaming replica, its replay lag
 //!   and a reader on it); [`throttle`]: the throttle's decisions during a run;
-//!   [`capture`]: P5;
+//!   [`capture`]: P5; [`desired`]: D1 (`pull` and `diff` of desired state);
 //! * [`targets`]: a target's verdict and its words; [`evaluate`]: the targets
 //!   judged from the figures.
 
 use serde::{Deserialize, Serialize};
 
 pub mod capture;
+pub mod desired;
 pub mod engine_run;
 pub mod evaluate;
 pub mod relay;
@@ -28,6 +29,7 @@ pub mod throttle;
 pub(crate) mod sample;
 
 pub use capture::{P5Round, Throughput, P5};
+pub use desired::{ChildProcess, D1Round, DiffFigures, PullFigures, D1};
 pub use engine_run::EngineRun;
 pub use evaluate::{evaluate, limits};
 pub use relay::{LoadFigures, LockHold, OracleFigures, PhaseBacklog, RelayRun, P3, P4, P7};
@@ -37,7 +39,7 @@ pub use targets::{with_unit, Direction, TargetResult};
 pub use throttle::{ThrottleFigures, ThrottleSpan};
 
 /// The version of this JSON shape. Bump it when a field changes meaning or
-/// goes away.
+/// goes away (a new field that older results lack reads as its default).
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// Everything one benchmark run measured.
@@ -51,6 +53,10 @@ pub struct BenchResults {
     pub started_at_utc: String,
     /// The arguments the command was given (after the program name).
     pub args: Vec<String>,
+    /// The scenarios the run was asked for, in the order they ran (empty in
+    /// results written before D1: P1–P8, as `args` say).
+    #[serde(default)]
+    pub scenarios: Vec<String>,
     /// The command line, as run from the workspace.
     pub command: String,
     /// The source the benchmark was built from: the commit, and whether the
@@ -87,12 +93,34 @@ pub struct BenchResults {
     /// P8, when measured (absent in results written before it).
     #[serde(default)]
     pub p8: Option<P8>,
+    /// D1, when measured (absent in results written before it).
+    #[serde(default)]
+    pub d1: Option<D1>,
     /// Scenarios that failed or were skipped, with why.
     pub failures: Vec<Failure>,
     /// Each target: the figure, the target, met or not, the gap.
     pub targets: Vec<TargetResult>,
     /// What is approximated, and how.
     pub notes: Vec<String>,
+}
+
+impl BenchResults {
+    /// Whether the run was asked for scenario `name` (`P1`, …, `D1`): as it
+    /// recorded, or, in results written before the list, whether `name` is one
+    /// of P1–P8.
+    pub fn asked_for(&self, name: &str) -> bool {
+        if self.scenarios.is_empty() {
+            name.starts_with('P')
+        } else {
+            self.scenarios.iter().any(|s| s == name)
+        }
+    }
+
+    /// Whether the run was asked for any of P1–P8 (the scenarios with targets and
+    /// copy-and-swap runs).
+    pub fn asked_for_any_p(&self) -> bool {
+        self.scenarios.is_empty() || self.scenarios.iter().any(|s| s.starts_with('P'))
+    }
 }
 
 /// The machine the benchmark ran on.
@@ -161,6 +189,12 @@ pub struct Sizes {
     /// written before rounds: one).
     #[serde(default)]
     pub p3_rounds: u32,
+    /// Tables of D1's generated schema (0 in results written before D1).
+    #[serde(default)]
+    pub desired_tables: u32,
+    /// Rounds of D1 (0 in results written before D1).
+    #[serde(default)]
+    pub desired_rounds: u32,
 }
 
 /// The copy-and-swap options of every pgshift run of the benchmark.
@@ -186,7 +220,7 @@ pub struct EngineSettings {
 /// A scenario that did not produce figures.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Failure {
-    /// `P1` … `P8`.
+    /// `P1` … `P8`, `D1`.
     pub scenario: String,
     /// Why.
     pub error: String,
@@ -219,6 +253,8 @@ mod tests {
             "p6",
             "p7",
             "p8",
+            "d1",
+            "scenarios",
             "failures",
             "targets",
             "notes",
@@ -235,5 +271,27 @@ mod tests {
         let text = serde_json::to_string_pretty(&results).expect("text");
         let back: BenchResults = serde_json::from_str(&text).expect("read back");
         assert_eq!(back, results);
+    }
+
+    #[test]
+    fn results_written_before_d1_read_with_it_absent_and_p1_to_p8_asked_for() {
+        let mut json = serde_json::to_value(sample()).expect("serialise");
+        let object = json.as_object_mut().expect("an object");
+        object.remove("d1");
+        object.remove("scenarios");
+        let sizes = object["sizes"].as_object_mut().expect("sizes");
+        sizes.remove("desired_tables");
+        sizes.remove("desired_rounds");
+        let older: BenchResults = serde_json::from_value(json).expect("reads");
+        assert_eq!(older.d1, None);
+        assert_eq!(older.sizes.desired_tables, 0);
+        assert!(older.asked_for("P3") && older.asked_for_any_p());
+        assert!(!older.asked_for("D1"));
+        let only_d1 = BenchResults {
+            scenarios: vec!["D1".to_owned()],
+            ..older
+        };
+        assert!(only_d1.asked_for("D1") && !only_d1.asked_for("P1"));
+        assert!(!only_d1.asked_for_any_p());
     }
 }

@@ -177,6 +177,10 @@ pub(crate) fn sample() -> BenchResults {
         tool: "pgshift-bench 0.1.0".to_owned(),
         started_at_utc: "2026-11-30T10:00:00Z".to_owned(),
         args: vec!["--out".to_owned(), "docs/bench".to_owned()],
+        scenarios: crate::bench::Scenario::ALL
+            .iter()
+            .map(|s| s.name().to_owned())
+            .collect(),
         command: "cargo run --release -p pgshift-bench --bin pgshift-bench -- --out docs/bench"
             .to_owned(),
         source_revision: "4720e89".to_owned(),
@@ -209,6 +213,8 @@ pub(crate) fn sample() -> BenchResults {
             p5_rounds: 3,
             pair_rounds: 3,
             p3_rounds: 3,
+            desired_tables: 1_000,
+            desired_rounds: 3,
         },
         engine: EngineSettings {
             workers: 2,
@@ -370,10 +376,59 @@ pub(crate) fn sample() -> BenchResults {
                 replica_run("P8 throttle off", "p8-lag-unthrottled.svg"),
             ],
         }),
+        d1: Some(d1()),
         failures: Vec::new(),
         targets: Vec::new(),
         notes: vec!["a note".to_owned()],
     };
     results.targets = evaluate(&results);
     results
+}
+
+/// D1 in three rounds.
+pub(crate) fn d1() -> D1 {
+    let round = |pull_ms: u64, diff_ms: u64| D1Round {
+        pull: PullFigures {
+            read_ms: 2_400,
+            prove_ms: 11_700,
+            total_ms: pull_ms,
+            files: 1_002,
+            statements: 5_004,
+            fidelity: "exact".to_owned(),
+            child: ChildProcess {
+                wall_ms: pull_ms as f64 + 20.0,
+                vm_hwm_kib: 116 * 1024,
+            },
+        },
+        diff: DiffFigures {
+            compare_ms: 25_900,
+            plan_ms: 800,
+            total_ms: diff_ms,
+            changes: 10,
+            added_columns: 10,
+            destructive: 0,
+            refused: 0,
+            first_change: Some("ALTER TABLE app.t0001 ADD COLUMN d1_added text".to_owned()),
+            child: ChildProcess {
+                wall_ms: diff_ms as f64 + 20.0,
+                vm_hwm_kib: 202 * 1024,
+            },
+        },
+    };
+    let rounds = vec![
+        round(14_200, 26_700),
+        round(13_100, 27_500),
+        round(15_000, 26_000),
+    ];
+    D1 {
+        schema: "app".to_owned(),
+        tables: 1_000,
+        shape: "a key".to_owned(),
+        generated_statements: 5_001,
+        edited_tables: 10,
+        edit: "a column added to 10 tables".to_owned(),
+        pull_median_ms: D1::median(&rounds, |r| r.pull.total_ms),
+        diff_median_ms: D1::median(&rounds, |r| r.diff.total_ms),
+        rounds,
+    }
 }
