@@ -361,7 +361,13 @@ impl Model {
     fn mutate(&mut self, rng: &mut Rng) -> String {
         for _ in 0..20 {
             let t = rng.below(self.tables.len());
-            let kind = rng.below(31);
+            // One draw in four goes to the partitioned table or a column's identity,
+            // generation, storage or statistics (fewer kinds, drawn as often).
+            let kind = if rng.chance(25) {
+                22 + rng.below(8)
+            } else {
+                rng.below(31)
+            };
             let table_name = self.tables[t].name.clone();
             let done = match kind {
                 0 => {
@@ -418,7 +424,8 @@ impl Model {
                     table
                         .columns
                         .last_mut()
-                        .filter(|c| c.generated.is_none())
+                        // A key column's default would reference no row.
+                        .filter(|c| c.generated.is_none() && c.references.is_none())
                         .map(|c| {
                             c.default = !c.default;
                             if !c.default {
