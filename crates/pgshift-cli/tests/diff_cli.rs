@@ -68,6 +68,17 @@ fn diff_json(db: &str, desired: &Path, extra: &[&str]) -> (i32, serde_json::Valu
     pgshift_json(db, &args)
 }
 
+/// `diff` of `desired` against `db` finds nothing.
+fn assert_no_difference(db: &str, desired: &Path) {
+    let (code, again) = diff_json(db, desired, &[]);
+    assert_eq!(code, 0, "{again}");
+    assert_eq!(
+        again["changes"].as_array().map(Vec::len),
+        Some(0),
+        "{again}"
+    );
+}
+
 /// `pgshift apply --desired` of `desired` on `db`.
 fn apply_desired(db: &str, desired: &Path, extra: &[&str]) -> (i32, serde_json::Value) {
     let mut args = vec!["apply", "--desired", desired.to_str().expect("UTF-8")];
@@ -125,13 +136,7 @@ fn inv_ds_2_edited_files_converge_through_apply_and_diff_again_finds_nothing() {
     let url = cluster().connection_string(&db);
     let run = pgshift(&["apply", "--url", &url, plan_file.to_str().expect("UTF-8")]);
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
-    let (code, again) = diff_json(&db, &desired, &[]);
-    assert_eq!(code, 0, "{again}");
-    assert_eq!(
-        again["changes"].as_array().map(Vec::len),
-        Some(0),
-        "{again}"
-    );
+    assert_no_difference(&db, &desired);
     // Converged: apply --desired has nothing to run, and says so in the one JSON
     // document --format json promises (it once printed nothing).
     let (code, nothing) = apply_desired(&db, &desired, &[]);
@@ -252,13 +257,7 @@ fn inv_ds_3_apply_desired_refuses_a_stale_review_and_unacknowledged_drops() {
         &fingerprint,
     ]);
     assert_eq!(code, 0, "{applied}");
-    let (code, again) = diff_json(&db, &desired, &[]);
-    assert_eq!(code, 0, "{again}");
-    assert_eq!(
-        again["changes"].as_array().map(Vec::len),
-        Some(0),
-        "{again}"
-    );
+    assert_no_difference(&db, &desired);
     let url = cluster().connection_string(&db);
     let target = desired.to_str().expect("UTF-8");
     let run = pgshift(&["apply", "--url", &url, "--desired", target]);
@@ -363,5 +362,45 @@ fn schema_limits_what_diff_manages() {
     );
     let (_, app) = diff_json(&db, &desired, &["--schema", "public"]);
     assert_eq!(objects(&app), ["table public.Mixed Case"], "{app}");
+    let _ = fs::remove_dir_all(&work);
+}
+
+/// A dump writes every materialized view `WITH NO DATA`: one the plan creates again
+/// must still hold rows afterwards, as the desired files' own `CREATE` fills it (it
+/// was once left empty, and reading it failed with "has not been populated").
+#[test]
+fn a_materialized_view_created_again_holds_rows_as_the_desired_files_say() {
+    let db = cluster().fresh_database("diff_matview").expect("database");
+    cluster()
+        .psql(
+            &db,
+            "CREATE SCHEMA m; CREATE TABLE m.t (id integer);
+             INSERT INTO m.t SELECT generate_series(1, 10);
+             CREATE MATERIALIZED VIEW m.kept AS SELECT id FROM m.t;
+             CREATE MATERIALIZED VIEW m.changed AS SELECT id FROM m.t;",
+        )
+        .expect("the schema loads");
+    let work = scratch("diff_matview");
+    let desired = work.join("desired.sql");
+    fs::write(
+        &desired,
+        "CREATE SCHEMA m; CREATE TABLE m.t (id integer);
+         CREATE MATERIALIZED VIEW m.kept AS SELECT id FROM m.t;
+         CREATE MATERIALIZED VIEW m.changed AS SELECT id + 1 AS id2 FROM m.t;",
+    )
+    .expect("written");
+    let (code, report) = apply_desired(&db, &desired, &["--allow-destructive"]);
+    assert_eq!(code, 0, "{report}");
+    for view in ["kept", "changed"] {
+        assert_eq!(
+            cluster()
+                .psql(&db, &format!("SELECT count(*) FROM m.{view};"))
+                .expect("the view holds rows")
+                .trim(),
+            "10",
+            "m.{view}"
+        );
+    }
+    assert_no_difference(&db, &desired);
     let _ = fs::remove_dir_all(&work);
 }

@@ -167,13 +167,30 @@ pub async fn compare(
     } else {
         schemas.iter().cloned().collect()
     };
+    // What a schema dump does not say: which materialized views hold rows. The live
+    // database's are made to hold rows on its rebuild too (empty, so at no cost), so
+    // the proof starts where the live database is.
+    let live_populated = Catalog::open(conninfo).await?.populated().await?;
+    let mut refresh = String::new();
+    for unit in ordered(&live, super::units::Kind::MaterializedView) {
+        if let Some(name) = matview_name(unit).filter(|n| live_populated.contains(n)) {
+            refresh.push_str(&format!("REFRESH MATERIALIZED VIEW {};\n", q(&name)));
+        }
+    }
+    if !refresh.is_empty() {
+        let file = scratch.write("refresh.sql", &refresh).map_err(io)?;
+        cluster
+            .psql_file(&live_db, &file)
+            .map_err(|e| CompareError::LiveDidNotRebuild(e.to_string()))?;
+    }
+    let desired_catalog = Catalog::open(&cluster.connection_string(&desired_db)).await?;
     let facts = Facts {
         server_version_num: version_num,
-        storage: storage(
-            &cluster.connection_string(&desired_db),
-            storage_to_read(&live, &wanted, &managed),
-        )
-        .await?,
+        storage: desired_catalog
+            .storage(storage_to_read(&live, &wanted, &managed))
+            .await?,
+        populated: desired_catalog.populated().await?,
+        live_populated,
     };
     let planned = changes(&live, &wanted, &managed, &facts)?;
     let access = access_changes(&live, &wanted, &managed);
@@ -185,7 +202,19 @@ pub async fn compare(
             .psql_file(&live_db, &plan_file)
             .map_err(|e| CompareError::NotConverged(e.to_string()))?;
         let after = units_of(&live_db)?;
-        let left = leftover(&after, &wanted, &managed);
+        let mut left = leftover(&after, &wanted, &managed);
+        let after_populated = Catalog::open(&cluster.connection_string(&live_db))
+            .await?
+            .populated()
+            .await?;
+        for name in after_populated.symmetric_difference(&facts.populated) {
+            if managed.contains(&name.0) {
+                left.push(format!(
+                    "materialized view {}.{} holds rows on one side only",
+                    name.0, name.1
+                ));
+            }
+        }
         if let Some(first) = left.first() {
             return Err(CompareError::NotConverged(format!(
                 "{} differences are left, first: {first}",
@@ -218,44 +247,95 @@ pub async fn compare(
     })
 }
 
-/// The storage the desired database gives each of `columns` (schema, table, column),
-/// by its catalog.
-async fn storage(
-    conninfo: &str,
-    columns: Vec<(String, String, String)>,
-) -> Result<BTreeMap<(String, String, String), String>, CompareError> {
-    let mut out = BTreeMap::new();
-    if columns.is_empty() {
-        return Ok(out);
+/// A session on one database of the throwaway cluster, for what its catalog says
+/// where a dump says nothing.
+struct Catalog(crate::connect::Session);
+
+impl Catalog {
+    async fn open(conninfo: &str) -> Result<Self, CompareError> {
+        let spec = ConnectionSpec::parse(conninfo).map_err(TraceError::from)?;
+        let session = connect(&spec, &SessionBudgets::READ_ONLY_PLAN)
+            .await
+            .map_err(TraceError::from)?;
+        Ok(Catalog(session))
     }
-    let spec = ConnectionSpec::parse(conninfo).map_err(TraceError::from)?;
-    let session = connect(&spec, &SessionBudgets::READ_ONLY_PLAN)
-        .await
-        .map_err(TraceError::from)?;
-    for (schema, table, column) in columns {
-        let row = session
+
+    /// The storage the database gives each of `columns` (schema, table, column).
+    async fn storage(
+        &self,
+        columns: Vec<(String, String, String)>,
+    ) -> Result<BTreeMap<(String, String, String), String>, CompareError> {
+        let mut out = BTreeMap::new();
+        for (schema, table, column) in columns {
+            let row = self
+                .0
+                .client()
+                .query_opt(
+                    "SELECT CASE a.attstorage WHEN 'p' THEN 'plain' WHEN 'e' THEN 'external' \
+                     WHEN 'm' THEN 'main' ELSE 'extended' END \
+                     FROM pg_catalog.pg_attribute a \
+                     JOIN pg_catalog.pg_class c ON c.oid = a.attrelid \
+                     JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+                     WHERE n.nspname = $1 AND c.relname = $2 AND a.attname = $3 \
+                     AND NOT a.attisdropped",
+                    &[&schema, &table, &column],
+                )
+                .await
+                .map_err(catalog_error)?;
+            if let Some(row) = row {
+                out.insert((schema, table, column), row.get(0));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The materialized views that hold rows (`pg_dump --schema-only` writes every one
+    /// `WITH NO DATA`).
+    async fn populated(&self) -> Result<BTreeSet<(String, String)>, CompareError> {
+        let rows = self
+            .0
             .client()
-            .query_opt(
-                "SELECT CASE a.attstorage WHEN 'p' THEN 'plain' WHEN 'e' THEN 'external' \
-                 WHEN 'm' THEN 'main' ELSE 'extended' END \
-                 FROM pg_catalog.pg_attribute a \
-                 JOIN pg_catalog.pg_class c ON c.oid = a.attrelid \
+            .query(
+                "SELECT n.nspname, c.relname FROM pg_catalog.pg_class c \
                  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
-                 WHERE n.nspname = $1 AND c.relname = $2 AND a.attname = $3 \
-                 AND NOT a.attisdropped",
-                &[&schema, &table, &column],
+                 WHERE c.relkind = 'm' AND c.relispopulated",
+                &[],
             )
             .await
-            .map_err(|e| {
-                CompareError::Io(format!(
-                    "cannot read a column's storage on the throwaway cluster: {e}"
-                ))
-            })?;
-        if let Some(row) = row {
-            out.insert((schema, table, column), row.get(0));
-        }
+            .map_err(catalog_error)?;
+        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
     }
-    Ok(out)
+}
+
+/// The units of `kind`, in dump order.
+fn ordered(units: &Units, kind: super::units::Kind) -> Vec<&super::units::Unit> {
+    let mut out: Vec<&super::units::Unit> = units
+        .by_key
+        .iter()
+        .filter(|(k, _)| k.kind == kind)
+        .map(|(_, u)| u)
+        .collect();
+    out.sort_by_key(|u| u.position);
+    out
+}
+
+fn matview_name(unit: &super::units::Unit) -> Option<(String, String)> {
+    match &unit.statement.node {
+        pgshift_sql::NodeEnum::CreateTableAsStmt(s) => s
+            .into
+            .as_ref()
+            .and_then(|i| i.rel.as_ref())
+            .map(super::objects::name_of),
+        _ => None,
+    }
+}
+
+fn q(name: &(String, String)) -> pgshift_sql::QualifiedName {
+    pgshift_sql::QualifiedName::qualified(&name.0, &name.1)
+}
+
+fn catalog_error(e: tokio_postgres::Error) -> CompareError {
+    CompareError::Io(format!("cannot read the throwaway cluster's catalog: {e}"))
 }
 
 fn script(changes: &[Change]) -> String {

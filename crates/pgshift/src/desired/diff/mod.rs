@@ -2,10 +2,11 @@
 //! ([`super::units`]), written from syntax trees or quoted identifiers, never by editing
 //! text: what only the live side has is dropped (in reverse dump order), what only
 //! the desired side has is created with the desired dump's own statement (in its dump
-//! order), and what differs is altered where a change is mechanical (a table's
-//! columns, defaults, NOT NULL and checks; `CREATE OR REPLACE` of views and
-//! functions) or dropped and created again (an index, a constraint, a trigger, a
-//! policy, a rule, statistics). Anything else is an error that names it. Renames are
+//! order, partitions attached last), and what differs is altered where a change is
+//! mechanical (a table's columns, defaults, NOT NULL, generation, checks and
+//! persistence; an identity; a setting; `CREATE OR REPLACE` of views and functions)
+//! or dropped and created again (an index, a constraint, a trigger, a policy, a rule,
+//! statistics, a partition's bound). Anything else is an error that names it. Renames are
 //! never guessed: a table of another name is a drop and a create.
 
 mod access;
@@ -46,7 +47,8 @@ pub struct Change {
     /// The object, in words (`index app.a_note`).
     pub object: String,
     /// Whether it may lose data or something the database holds (a drop of a table,
-    /// column, view, function, type, sequence; a type change).
+    /// column, view, function, type, sequence; a type change; a `DETACH PARTITION`,
+    /// whose rows leave the parent; `SET UNLOGGED`, which a crash empties).
     pub destructive: bool,
 }
 
@@ -84,6 +86,12 @@ pub struct Facts {
     /// a column (schema, table, column) that the live dump sets and the desired one
     /// does not: what `SET STORAGE` takes the column back to.
     pub storage: BTreeMap<(String, String, String), String>,
+    /// The materialized views that hold rows in the desired database (its files'
+    /// `CREATE MATERIALIZED VIEW` without `WITH NO DATA`): a dump writes every one
+    /// `WITH NO DATA`, so a created one is refreshed after.
+    pub populated: BTreeSet<(String, String)>,
+    /// The materialized views that hold rows in the live database.
+    pub live_populated: BTreeSet<(String, String)>,
 }
 
 /// The columns whose storage [`Facts::storage`] must give: those with a live
@@ -165,8 +173,19 @@ pub fn changes(
                     alter(key, was, unit, facts)?
                 }
             }
-            Some(_) => continue,
+            Some(_) => {
+                // Unchanged, but it may hold rows on one side only.
+                if key.kind == Kind::MaterializedView {
+                    out.extend(refresh(key, true, facts)?);
+                }
+                continue;
+            }
         };
+        let mut created = created;
+        if key.kind == Kind::MaterializedView {
+            // Created or created again: `WITH NO DATA`, as the dump writes it.
+            created.extend(refresh(key, false, facts)?);
+        }
         match key.kind {
             Kind::Attach => attaches.extend(created),
             Kind::IndexAttach => index_attaches.extend(created),
@@ -176,6 +195,35 @@ pub fn changes(
     out.extend(attaches);
     out.extend(index_attaches);
     Ok(out)
+}
+
+/// `REFRESH MATERIALIZED VIEW` where the desired database's view holds rows and the
+/// live one will not (it was created `WITH NO DATA` by the plan, or is so live), and
+/// `… WITH NO DATA` the other way round.
+fn refresh(key: &Key, kept: bool, facts: &Facts) -> Result<Option<Change>, DiffError> {
+    let name = (key.parts[0].clone(), key.parts[1].clone());
+    let will_hold = kept && facts.live_populated.contains(&name);
+    let wanted = facts.populated.contains(&name);
+    if will_hold == wanted {
+        return Ok(None);
+    }
+    let stmt = pgshift_sql::ast::RefreshMatViewStmt {
+        concurrent: false,
+        skip_data: !wanted,
+        relation: Some(pgshift_sql::ast::RangeVar {
+            schemaname: name.0.clone(),
+            relname: name.1.clone(),
+            inh: true,
+            relpersistence: "p".to_owned(),
+            ..Default::default()
+        }),
+    };
+    Ok(Some(Change {
+        sql: sql_of(NodeEnum::RefreshMatViewStmt(stmt), &describe(key))?,
+        action: Action::Alter,
+        object: describe(key),
+        destructive: !wanted,
+    }))
 }
 
 /// Whether a key is managed: in a schema the desired files name (extensions only when
@@ -468,6 +516,8 @@ mod tests {
                 ("app".to_owned(), "t".to_owned(), "body".to_owned()),
                 "extended".to_owned(),
             )]),
+            populated: BTreeSet::new(),
+            live_populated: BTreeSet::new(),
         }
     }
 
@@ -629,6 +679,44 @@ mod tests {
                 "ALTER TABLE ONLY app.ev ATTACH PARTITION app.ev_2 FOR VALUES FROM (20) TO (30)",
                 "ALTER INDEX app.ev_note ATTACH PARTITION app.ev_2_note_idx",
                 "ALTER INDEX app.ev_pkey ATTACH PARTITION app.ev_2_pkey",
+            ]
+        );
+    }
+
+    #[test]
+    fn materialized_views_hold_rows_where_the_desired_database_s_do() {
+        let managed: BTreeSet<String> = ["app".to_owned()].into();
+        let name = |n: &str| ("app".to_owned(), n.to_owned());
+        let facts = Facts {
+            populated: [name("kept"), name("changed")].into(),
+            live_populated: [name("emptied")].into(),
+            ..facts()
+        };
+        let got = changes(
+            &units(
+                "CREATE TABLE app.t (id integer);
+                 CREATE MATERIALIZED VIEW app.kept AS SELECT t.id FROM app.t WITH NO DATA;
+                 CREATE MATERIALIZED VIEW app.changed AS SELECT t.id FROM app.t WITH NO DATA;
+                 CREATE MATERIALIZED VIEW app.emptied AS SELECT t.id FROM app.t WITH NO DATA;",
+            ),
+            &units(
+                "CREATE TABLE app.t (id integer);
+                 CREATE MATERIALIZED VIEW app.kept AS SELECT t.id FROM app.t WITH NO DATA;
+                 CREATE MATERIALIZED VIEW app.changed AS SELECT (t.id + 1) FROM app.t WITH NO DATA;
+                 CREATE MATERIALIZED VIEW app.emptied AS SELECT t.id FROM app.t WITH NO DATA;",
+            ),
+            &managed,
+            &facts,
+        )
+        .expect("a plan");
+        assert_eq!(
+            sql(&got),
+            [
+                r#"DROP MATERIALIZED VIEW "app"."changed""#,
+                "REFRESH MATERIALIZED VIEW app.kept",
+                "CREATE MATERIALIZED VIEW app.changed AS SELECT (t.id + 1) FROM app.t WITH NO DATA",
+                "REFRESH MATERIALIZED VIEW app.changed",
+                "REFRESH MATERIALIZED VIEW app.emptied WITH NO DATA",
             ]
         );
     }
