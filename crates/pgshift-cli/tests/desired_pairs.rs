@@ -9,7 +9,8 @@
 //! and BY DEFAULT and their increment changed; generated columns' expressions changed
 //! (17 and later) and ended; column storage and statistics targets; a partitioned
 //! table's partitions added, dropped and widened, its default partition, index and
-//! columns), and the first is loaded with rows.
+//! columns; a domain's check, default and NOT NULL; a composite type's attributes
+//! added, dropped and retyped), and the first is loaded with rows.
 //! `pgshift apply --desired` of the second must then leave `diff` with nothing, the
 //! `app` schema must dump exactly as the second run natively on an empty database,
 //! and every row of every table kept must still be there.
@@ -154,6 +155,10 @@ struct Model {
     /// The increment of the sequence `app.counter`.
     increment: u64,
     events: Option<Events>,
+    /// The domain `app.amount`: its check's lower bound, default, NOT NULL.
+    domain: (i64, Option<i64>, bool),
+    /// The composite type `app.pair`'s attributes (name, type).
+    pair: Vec<(String, &'static str)>,
     /// The server's major version (a generation expression changes in place from 17).
     major: u32,
 }
@@ -167,6 +172,8 @@ impl Default for Model {
             labels: vec!["low".to_owned(), "high".to_owned()],
             increment: 1,
             events: None,
+            domain: (0, None, false),
+            pair: vec![("a".to_owned(), "integer"), ("b".to_owned(), "text")],
             major: 0,
         }
     }
@@ -364,9 +371,9 @@ impl Model {
             // One draw in four goes to the partitioned table or a column's identity,
             // generation, storage or statistics (fewer kinds, drawn as often).
             let kind = if rng.chance(25) {
-                22 + rng.below(8)
+                22 + rng.below(10)
             } else {
-                rng.below(31)
+                rng.below(33)
             };
             let table_name = self.tables[t].name.clone();
             let done = match kind {
@@ -551,7 +558,7 @@ impl Model {
                             .map(|(p, _)| format!("drop policy {p}"))
                     }
                 }
-                22..=29 => self.mutate_more(kind, t, rng),
+                22..=31 => self.mutate_more(kind, t, rng),
                 _ => {
                     if self.views.is_empty() || rng.chance(40) {
                         self.add_view(rng);
@@ -620,6 +627,35 @@ impl Model {
                 };
                 format!("change the statistics target of {table_name}.{}", c.name)
             }),
+            30 => {
+                let domain = &mut self.domain;
+                match rng.below(3) {
+                    0 => domain.0 += 1 + rng.below(3) as i64,
+                    1 => domain.1 = domain.1.map_or(Some(5), |_| None),
+                    _ => domain.2 = !domain.2,
+                }
+                Some("change the domain".to_owned())
+            }
+            31 => {
+                let attribute = self.fresh("x");
+                match rng.below(3) {
+                    0 => self.pair.push((attribute.clone(), "date")),
+                    1 if self.pair.len() > 1 => {
+                        let gone = self.pair.remove(1 + rng.below(self.pair.len() - 1));
+                        return Some(format!("drop attribute pair.{}", gone.0));
+                    }
+                    _ => {
+                        let first = &mut self.pair[0];
+                        first.1 = if first.1 == "integer" {
+                            "bigint"
+                        } else {
+                            "integer"
+                        };
+                        return Some("retype attribute pair.a".to_owned());
+                    }
+                }
+                Some(format!("add attribute pair.{attribute}"))
+            }
             _ => self.mutate_events(kind, rng),
         }
     }
@@ -679,6 +715,15 @@ impl Model {
             "CREATE FUNCTION app.touch() RETURNS trigger LANGUAGE plpgsql \
              AS $$BEGIN RETURN NEW; END$$;\n",
         );
+        let (bound, default, not_null) = self.domain;
+        let _ = writeln!(
+            out,
+            "CREATE DOMAIN app.amount AS integer{}{} CONSTRAINT amount_floor CHECK (VALUE >= {bound});",
+            default.map(|d| format!(" DEFAULT {d}")).unwrap_or_default(),
+            if not_null { " NOT NULL" } else { "" }
+        );
+        let attributes: Vec<String> = self.pair.iter().map(|(n, t)| format!("{n} {t}")).collect();
+        let _ = writeln!(out, "CREATE TYPE app.pair AS ({});", attributes.join(", "));
         for table in &self.tables {
             let mut lines = vec!["    id bigint NOT NULL".to_owned()];
             for c in &table.columns {

@@ -15,6 +15,7 @@ mod gone;
 mod identity;
 mod settings;
 mod table;
+mod types;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -420,6 +421,12 @@ fn alter(key: &Key, was: &Unit, wanted: &Unit, facts: &Facts) -> Result<Vec<Chan
         Kind::Type => match (&was.statement.node, &wanted.statement.node) {
             (NodeEnum::CreateEnumStmt(old), NodeEnum::CreateEnumStmt(new)) => {
                 enum_values(&object, old, new)
+            }
+            (NodeEnum::CreateDomainStmt(old), NodeEnum::CreateDomainStmt(new)) => {
+                types::domain(&object, old, new)
+            }
+            (NodeEnum::CompositeTypeStmt(old), NodeEnum::CompositeTypeStmt(new)) => {
+                types::composite(&object, old, new)
             }
             _ => unsupported(&object, "a change of its definition"),
         },
