@@ -297,18 +297,52 @@ fn work_words(step: &Step) -> &'static str {
 }
 
 fn blocking_refusal(step: &Step) -> Refusal {
-    let (relation, mode) = step.lock.as_ref().map_or_else(
-        || (String::new(), ""),
-        |lock| (lock.relation.to_string(), lock.mode.sql_name()),
+    let (relation, mode, argument) = step.lock.as_ref().map_or_else(
+        || (String::new(), "", String::new()),
+        |lock| {
+            (
+                lock.relation.to_string(),
+                lock.mode.sql_name(),
+                table_argument(&lock.relation),
+            )
+        },
     );
     let what = work_words(step);
     Refusal::new(
         RefusalCause::BlockingWork,
         format!(
-            "this {what} {relation} under {mode}, which blocks writes for as long as the work takes, and pgshift has no online form of it; to run it as written anyway (reported as blocking, exit 3), pass --allow-blocking {}",
-            relation.trim_matches('"')
+            "this {what} {relation} under {mode}, which blocks writes for as long as the work takes, and pgshift has no online form of it; to run it as written anyway (reported as blocking, exit 3), pass --allow-blocking {argument}"
         ),
     )
+}
+
+/// `relation` as `--allow-blocking` reads it, ready for a shell: each part bare where
+/// a bare name folds to it, else double-quoted, and the whole in single quotes when it
+/// holds a double quote.
+fn table_argument(relation: &pgshift_sql::QualifiedName) -> String {
+    let part = |name: &str| {
+        let bare = name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+            && name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '$');
+        if bare {
+            name.to_owned()
+        } else {
+            format!("\"{}\"", name.replace('"', "\"\""))
+        }
+    };
+    let text = match &relation.schema {
+        Some(schema) => format!("{}.{}", part(schema), part(&relation.name)),
+        None => part(&relation.name),
+    };
+    if text.contains('"') {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    } else {
+        text
+    }
 }
 
 /// The statements of the explicit transaction block starting at `index`.
@@ -728,4 +762,25 @@ fn search_path_of(item: &AnalyzedStatement) -> Option<Vec<String>> {
         })
         .collect();
     Some(schemas)
+}
+
+#[cfg(test)]
+mod tests {
+    use pgshift_sql::QualifiedName;
+
+    use super::table_argument;
+
+    #[test]
+    fn the_allow_blocking_argument_a_refusal_suggests_names_the_table() {
+        // It once stripped only the outer quotes of "a"."ev_1", giving a"."ev_1.
+        assert_eq!(
+            table_argument(&QualifiedName::qualified("a", "ev_1")),
+            "a.ev_1"
+        );
+        assert_eq!(table_argument(&QualifiedName::bare("keyless")), "keyless");
+        assert_eq!(
+            table_argument(&QualifiedName::qualified("App", "it's")),
+            r#"'"App"."it'\''s"'"#
+        );
+    }
 }
