@@ -157,6 +157,7 @@ pub fn changes(
     // indexes and keys exist by then, so ATTACH PARTITION adopts them instead of
     // building copies under other names (pg_dump attaches first because it restores
     // into tables without indexes).
+    let retyped = table::retyped(live, desired);
     let mut attaches: Vec<Change> = Vec::new();
     let mut index_attaches: Vec<Change> = Vec::new();
     for (key, unit) in creates {
@@ -178,6 +179,22 @@ pub fn changes(
                 // Unchanged, but it may hold rows on one side only.
                 if key.kind == Kind::MaterializedView {
                     out.extend(refresh(key, true, facts)?);
+                }
+                // Unchanged, but a type change takes a column's storage back to its
+                // new type's default: set again after it.
+                if key.kind == Kind::TableSetting
+                    && retyped.contains(&(
+                        key.parts[0].clone(),
+                        key.parts[1].clone(),
+                        key.parts[3].clone(),
+                    ))
+                {
+                    out.push(Change {
+                        sql: unit.statement.text.clone(),
+                        action: Action::Alter,
+                        object: describe(key),
+                        destructive: false,
+                    });
                 }
                 continue;
             }

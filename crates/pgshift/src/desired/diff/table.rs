@@ -59,15 +59,6 @@ pub(super) fn table(
             unlogged,
         )?);
     }
-    let columns = |s: &pgshift_sql::ast::CreateStmt| -> Vec<ColumnDef> {
-        s.table_elts
-            .iter()
-            .filter_map(|e| match &e.node {
-                Some(NodeEnum::ColumnDef(c)) => Some((**c).clone()),
-                _ => None,
-            })
-            .collect()
-    };
     let checks = |s: &pgshift_sql::ast::CreateStmt| -> Vec<Constraint> {
         s.table_elts
             .iter()
@@ -296,6 +287,46 @@ pub(super) fn options(
         )?);
     }
     Ok(out)
+}
+
+/// The columns (schema, table, column) whose type or collation differs between the
+/// live and the desired `CREATE TABLE`.
+pub(super) fn retyped(
+    live: &super::super::units::Units,
+    desired: &super::super::units::Units,
+) -> std::collections::BTreeSet<(String, String, String)> {
+    let mut out = std::collections::BTreeSet::new();
+    for (key, wanted) in &desired.by_key {
+        let Some(was) = live.by_key.get(key) else {
+            continue;
+        };
+        let (NodeEnum::CreateStmt(old), NodeEnum::CreateStmt(new)) =
+            (&was.statement.node, &wanted.statement.node)
+        else {
+            continue;
+        };
+        for column in columns(new) {
+            let changed = columns(old).iter().any(|c| {
+                c.colname == column.colname
+                    && (shape_of(&c.type_name) != shape_of(&column.type_name)
+                        || shape_of(&c.coll_clause) != shape_of(&column.coll_clause))
+            });
+            if changed {
+                out.insert((key.parts[0].clone(), key.parts[1].clone(), column.colname));
+            }
+        }
+    }
+    out
+}
+
+fn columns(s: &pgshift_sql::ast::CreateStmt) -> Vec<ColumnDef> {
+    s.table_elts
+        .iter()
+        .filter_map(|e| match &e.node {
+            Some(NodeEnum::ColumnDef(c)) => Some((**c).clone()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// A generated column's expression: dropped (the column keeps its values), or changed
@@ -548,5 +579,24 @@ mod tests {
         )
         .expect_err("a column cannot become generated");
         assert!(err.to_string().contains("column app.t.p"), "{err}");
+    }
+
+    #[test]
+    fn a_retyped_column_gets_its_storage_again() {
+        // ALTER COLUMN … TYPE takes the storage back to the new type's default: a
+        // plan without the second statement left `SET STORAGE` missing (seen on 18).
+        let got = plan(
+            "CREATE TABLE app.t (c text);
+             ALTER TABLE ONLY app.t ALTER COLUMN c SET STORAGE external;",
+            "CREATE TABLE app.t (c character varying(200));
+             ALTER TABLE ONLY app.t ALTER COLUMN c SET STORAGE external;",
+        );
+        assert_eq!(
+            sql(&got),
+            [
+                "ALTER TABLE app.t ALTER COLUMN c TYPE varchar(200)",
+                "ALTER TABLE ONLY app.t ALTER COLUMN c SET STORAGE external",
+            ]
+        );
     }
 }
