@@ -102,7 +102,7 @@ fn attaching_a_populated_partition_validates_a_check_first_so_the_attach_does_no
             "partition constraint for table \"{partition}\" is implied by existing constraints"
         );
         assert!(
-            notices.iter().any(|n| *n == implied),
+            notices.contains(&implied),
             "{partition} was scanned under the lock: {notices:?}"
         );
     }
