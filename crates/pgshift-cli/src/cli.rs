@@ -151,6 +151,10 @@ pub enum Command {
     /// Explain a lint code or refusal cause: what it means, why it matters, the safer
     /// SQL, and how pgshift runs it (the text of docs/LINTS.md and docs/REFUSALS.md).
     Explain(ExplainArgs),
+    /// List every statement form pgshift classifies with its route, work class, lock
+    /// and transaction use on each PostgreSQL major 14-18, as the classifier answers
+    /// offline (docs/CAPABILITIES.md).
+    Capabilities(CapabilitiesArgs),
     /// Print a shell completion script (for example
     /// `pgshift completions bash > /etc/bash_completion.d/pgshift`).
     Completions(CompletionsArgs),
@@ -191,6 +195,7 @@ impl Command {
                 | Command::Audit(_)
                 | Command::Diff(_)
                 | Command::Explain(_)
+                | Command::Capabilities(_)
                 | Command::Completions(_)
                 | Command::Man
         )
@@ -207,6 +212,14 @@ pub struct ExplainArgs {
     /// List every code and cause with its one-line summary.
     #[arg(long)]
     pub list: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+/// `pgshift capabilities`.
+#[derive(Debug, clap::Args)]
+pub struct CapabilitiesArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,

@@ -13,6 +13,7 @@
 #![deny(missing_docs)]
 
 pub mod audit;
+pub mod capabilities;
 pub mod cas;
 pub mod catalog;
 pub mod classify;

@@ -3,6 +3,7 @@
 pub(crate) mod apply;
 mod audit;
 mod baseline;
+mod capabilities;
 mod connection;
 mod demo;
 mod demo_front_door;
@@ -38,6 +39,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Throttle(args) => runs::throttle(&args),
         Command::Demo(args) => demo::run(&args),
         Command::Explain(args) => explain::run(&args),
+        Command::Capabilities(args) => capabilities::run(&args),
         Command::Completions(args) => shell::completions(&args),
         Command::Man => shell::man(),
         Command::Audit(args) => audit::run(&args),

@@ -4,6 +4,7 @@
 mod apply;
 mod audit;
 mod baseline;
+mod capabilities;
 mod cas_progress;
 mod cas_report;
 mod diff;
@@ -23,6 +24,7 @@ mod trace;
 pub use apply::apply;
 pub use audit::audit;
 pub use baseline::baseline;
+pub use capabilities::capabilities;
 pub use cas_progress::{CasView, Style as ProgressStyle};
 pub use cas_report::cas_report;
 pub use diff::{diff, impact_words};

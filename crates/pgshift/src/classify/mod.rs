@@ -163,11 +163,25 @@ pub struct RelatedLock {
     pub recurses: bool,
 }
 
-/// The closed vocabulary of operations a statement can contain.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "kebab-case")]
-#[allow(missing_docs)]
-pub enum OperationKind {
+macro_rules! operation_kinds {
+    ($( $variant:ident, )*) => {
+        /// The closed vocabulary of operations a statement can contain.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+        #[serde(rename_all = "kebab-case")]
+        #[allow(missing_docs)]
+        pub enum OperationKind {
+            $( $variant, )*
+        }
+
+        impl OperationKind {
+            /// Every kind, in declaration order: what `pgshift capabilities` checks its
+            /// form table against, so a new kind without a form fails a test.
+            pub const ALL: &'static [OperationKind] = &[ $( OperationKind::$variant, )* ];
+        }
+    };
+}
+
+operation_kinds! {
     AddColumn,
     DropColumn,
     SetDefault,

@@ -1,5 +1,6 @@
 //! Versioned JSON reports with closed vocabularies, for machines: `lint`, `plan`,
-//! `apply`, `audit`, `pull` and `diff` output. Renderers for people live in the CLI.
+//! `apply`, `audit`, `pull`, `diff` and `capabilities` output. Renderers for people
+//! live in the CLI.
 //!
 //! Every report carries `format_version`; a field is never renamed or given a new
 //! meaning without a new version. Fields may be added within a version: version 1
@@ -9,6 +10,7 @@
 
 mod apply;
 mod audit;
+mod capabilities;
 mod diff;
 mod lint;
 mod plan;
@@ -16,6 +18,7 @@ mod pull;
 
 pub use apply::{ApplyReport, ApplySummary};
 pub use audit::{AuditReport, AuditSummary};
+pub use capabilities::CapabilitiesReport;
 pub use diff::DiffReport;
 pub use lint::{
     FindingReport, InputErrorReport, LintReport, LintSummary, LintTrace, LintedFile, TraceObject,
