@@ -881,4 +881,23 @@ mod tests {
         assert_eq!(cas.cas.options().throttle.max_writer_slowdown, None);
         assert!(Cas::try_parse_from(["pgshift", "--max-writer-slowdown", "1"]).is_err());
     }
+
+    #[derive(Parser)]
+    struct Budgets {
+        #[command(flatten)]
+        budgets: super::BudgetArgs,
+    }
+
+    /// `pgshift::Migrator` runs with the library's presets: they must be what
+    /// `pgshift migrate` runs with when no flag is given.
+    #[test]
+    fn the_flags_default_to_the_library_presets() {
+        let cas = Cas::try_parse_from(["pgshift"]).expect("the defaults parse");
+        assert_eq!(cas.cas.options(), pgshift::cas::RunOptions::STANDARD);
+        let budgets = Budgets::try_parse_from(["pgshift"]).expect("the defaults parse");
+        assert_eq!(
+            budgets.budgets.budgets(),
+            pgshift::exec::StepBudgets::HOT_TABLE
+        );
+    }
 }

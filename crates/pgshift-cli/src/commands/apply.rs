@@ -18,11 +18,8 @@ use crate::signals;
 
 /// Session budgets of an apply: the session defaults, which every step overrides with
 /// its own (`SET LOCAL`).
-pub(crate) const APPLY_SESSION: SessionBudgets = SessionBudgets {
-    lock_timeout_ms: 1_000,
-    statement_timeout_ms: 60_000,
-    idle_in_transaction_timeout_ms: 60_000,
-};
+/// The library's preset, so that the CLI and [`pgshift::Migrator`] agree.
+pub(crate) const APPLY_SESSION: SessionBudgets = SessionBudgets::APPLY;
 
 /// Runs `pgshift apply` and returns the exit code.
 pub fn run(args: &ApplyArgs) -> u8 {

@@ -404,7 +404,7 @@ impl DrainStatements {
         Ok(Drained { rows, limit })
     }
 
-    /// Plans the drain's writes: runs them once with no keys ([`Self::write`]), so
+    /// Plans the drain's writes: runs them once with no keys (`Self::write`), so
     /// that under `plan_cache_mode = force_generic_plan` each keeps a generic plan
     /// that its executions under the swap's lock reuse. A plan for the keys would be
     /// no better: the planner estimates the same few rows for the arrays whatever
@@ -416,7 +416,7 @@ impl DrainStatements {
             .map_err(|e| CasError::db("planning the drain of the change log", e))
     }
 
-    /// Applies `drained` as landed ([`Self::write`]). Returns the entries applied.
+    /// Applies `drained` as landed (`Self::write`). Returns the entries applied.
     pub async fn apply(&self, client: &Client, drained: &Drained) -> Result<i64, CasError> {
         if drained.is_empty() {
             return Ok(0);

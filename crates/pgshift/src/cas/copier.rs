@@ -30,7 +30,7 @@ pub struct CopyState {
     /// Rows copied in this process.
     pub rows: AtomicI64,
     /// Rows asked for by the chunks this process cut (landed or in flight): what
-    /// remains to cut is the estimate less these ([`taper`]).
+    /// remains to cut is the estimate less these (`taper`).
     pub asked: AtomicI64,
     /// Whether the shadow has its primary key: the applier applies nothing before
     /// (it deletes and inserts again by key); entries wait in the change log.
@@ -45,7 +45,7 @@ pub struct Sizing {
     /// The duration a chunk should take.
     pub target: Duration,
     /// The rows this process expects to copy in all (the table's estimate; 0:
-    /// unknown), and the workers sharing them: see [`taper`].
+    /// unknown), and the workers sharing them: see `taper`.
     pub estimate: i64,
     /// Copy workers.
     pub workers: i64,

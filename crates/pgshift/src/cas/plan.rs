@@ -207,6 +207,35 @@ pub struct RunOptions {
     pub disk_room: Option<u64>,
 }
 
+impl RunOptions {
+    /// What `pgshift apply` and `migrate` use when no copy-and-swap flag is given
+    /// (and the [`Migrator`](crate::Migrator)'s default): writes continue (live), two
+    /// workers, chunks sized toward 500 ms from a first one of 5,000 rows, the swap's
+    /// lock tried 10 times for at most 1 s each (backoff 100 ms to 5 s, at most 50,000
+    /// change-log entries drained under it), the old table dropped, a divergence stops
+    /// the run, no deferred cutover, the throttle's default limits, digest
+    /// verification, free disk measured rather than stated.
+    pub const STANDARD: RunOptions = RunOptions {
+        mode: Mode::Live,
+        workers: 2,
+        chunk_target_ms: 500,
+        first_chunk_rows: 5_000,
+        cutover: CutoverBudgets {
+            lock_timeout_ms: 1_000,
+            attempts: 10,
+            backoff_initial_ms: 100,
+            backoff_max_ms: 5_000,
+            max_drain: 50_000,
+        },
+        keep_old: false,
+        repair: false,
+        defer_cutover: false,
+        throttle: super::throttle::DEFAULT_LIMITS,
+        verify: VerifyMethod::Digest,
+        disk_room: None,
+    };
+}
+
 /// Everything a run needs, recorded with it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunPlan {

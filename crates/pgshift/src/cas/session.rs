@@ -24,7 +24,7 @@ pub const RUN_SESSION: SessionBudgets = SessionBudgets {
 const SHADOW_LOCK_WAIT_MS: u64 = 60_000;
 
 /// Statements, inside a transaction, that take `shadow` (and its partitions) for
-/// this transaction — waiting up to [`SHADOW_LOCK_WAIT_MS`] — and then put
+/// this transaction — waiting up to `SHADOW_LOCK_WAIT_MS` — and then put
 /// `lock_timeout` back to `lock_timeout_ms` for every other lock the transaction takes.
 pub fn lock_shadow(shadow: &QualifiedName, lock_timeout_ms: u64) -> String {
     lock_shadow_in(shadow, lock_timeout_ms, ShadowLock::Exclusive)

@@ -27,6 +27,16 @@ impl SessionBudgets {
         idle_in_transaction_timeout_ms: 60_000,
     };
 
+    /// Budgets of the session that runs a migration (`apply`, `migrate`, the
+    /// [`Migrator`](crate::Migrator)): its own statements queue at most 1 s behind a
+    /// lock and run at most 60 s; each step then sets its own budgets
+    /// ([`StepBudgets`](crate::exec::StepBudgets)).
+    pub const APPLY: SessionBudgets = SessionBudgets {
+        lock_timeout_ms: 1_000,
+        statement_timeout_ms: 60_000,
+        idle_in_transaction_timeout_ms: 60_000,
+    };
+
     /// The largest accepted `lock_timeout`: one minute. Writers queue behind a waiting
     /// strong lock request, so longer waits are outages, not budgets.
     pub const LOCK_TIMEOUT_MS_MAX: u64 = 60_000;

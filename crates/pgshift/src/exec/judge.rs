@@ -1,13 +1,13 @@
 //! The verdict on a judged file before anything runs, shared by `plan` and `apply`.
 //!
-//! [`judge`] schedules the file (the rules of [`super::schedule`], the blocking-work
+//! [`judge`] schedules the file (the rules of [`mod@super::schedule`], the blocking-work
 //! rule LK-6 among them), then checks what only the live database can tell about the
 //! units, in the order they would run:
 //! - a concurrent index build whose name is held by an invalid index (a failed or
 //!   interrupted build) is refused (`invalid-index-exists`, ST-2), never dropped;
 //! - a unit routed to copy-and-swap gets the checks a run makes before it records
 //!   anything (privileges, a stopped or running run on the table, what the swap cannot
-//!   carry), through [`copy_and_swap_preflight`].
+//!   carry), through `copy_and_swap_preflight`.
 //!
 //! `plan` reports this verdict and `apply` runs only what it lets through, so the two
 //! give the same verdict on the same catalog. The checks read the catalog without a

@@ -37,7 +37,7 @@ pub struct Unit {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub copy_and_swap: Option<QualifiedName>,
     /// When set, the unit's one step is a `DO` block guarded by PC-5: this copy of it
-    /// runs read-only on live instead ([`super::guarded`]).
+    /// runs read-only on live instead (`super::guarded`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guard: Option<crate::procedural::Guard>,
     /// Runs as written, in one transaction, because every table that existed before the

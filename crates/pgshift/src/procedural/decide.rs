@@ -256,7 +256,7 @@ fn brief(ddl: &crate::trace::TracedDdl) -> bool {
     BRIEF_COMMANDS.contains(&ddl.command_tag.as_str())
 }
 
-/// Whether the statement rewrote nothing and ran only [`BRIEF_COMMANDS`]: its strong
+/// Whether the statement rewrote nothing and ran only `BRIEF_COMMANDS`: its strong
 /// locks, if any, are held briefly (PC-1).
 pub fn catalog_only(trace: &StatementTrace) -> bool {
     trace.rewrites.is_empty() && trace.ddl.iter().all(brief)

@@ -8,7 +8,7 @@
 //! the server itself ([`StatementTrace`]):
 //!
 //! * every relation lock the statement's transaction holds, from `pg_locks` before
-//!   `COMMIT` ([`observe`] says how);
+//!   `COMMIT` (`observe` says how);
 //! * every table rewrite, from a `table_rewrite` event trigger (table and reason) and
 //!   a file-node comparison (which also sees `VACUUM FULL`, `CLUSTER`, `TRUNCATE`);
 //! * the DDL it executed, from `ddl_command_end` (`pg_event_trigger_ddl_commands()`)
@@ -18,10 +18,10 @@
 //!   in the clone when the installation ships it: unordered, with call counts.
 //!
 //! A live target's tablespaces and roles are made in the clone before its schema is
-//! restored, and an extension the clone's installation lacks is named ([`globals`]).
+//! restored, and an extension the clone's installation lacks is named (`globals`).
 //!
 //! [`compare`] sets a statement's static classification against its trace. The clone
-//! is removed when the trace ends, whatever the outcome ([`clone`]).
+//! is removed when the trace ends, whatever the outcome (`clone`).
 
 pub(crate) mod clone;
 mod compare;

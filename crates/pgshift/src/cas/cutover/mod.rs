@@ -7,10 +7,10 @@
 //! connection at `COMMIT` is settled by reading which OID holds the name (INV: ST-3).
 //!
 //! Under the lock the swap makes three round trips when the table has no dependent
-//! view: `LOCK TABLE` with every read behind it ([`locked`]); the last batch of the
-//! change log, every statement of the exchange ([`renames`], [`carry`]) and the read
-//! back ([`read_back`]) sent together; `COMMIT`. A view adds its own few
-//! ([`views`]).
+//! view: `LOCK TABLE` with every read behind it (`locked`); the last batch of the
+//! change log, every statement of the exchange (`renames`, `carry`) and the read
+//! back (`read_back`) sent together; `COMMIT`. A view adds its own few
+//! (`views`).
 
 mod carry;
 mod locked;

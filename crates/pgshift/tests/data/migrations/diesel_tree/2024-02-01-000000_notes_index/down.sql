@@ -1,0 +1,1 @@
+DROP INDEX notes_body_idx;

@@ -1,0 +1,1 @@
+CREATE INDEX CONCURRENTLY notes_body_idx ON notes (body);
