@@ -172,9 +172,18 @@ pub async fn compare(
     // the proof starts where the live database is.
     let live_populated = Catalog::open(conninfo).await?.populated().await?;
     let mut refresh = String::new();
-    for unit in ordered(&live, super::units::Kind::MaterializedView) {
-        if let Some(name) = matview_name(unit).filter(|n| live_populated.contains(n)) {
-            refresh.push_str(&format!("REFRESH MATERIALIZED VIEW {};\n", q(&name)));
+    // In dump order, so a view reading another is refreshed after it.
+    let mut views: Vec<(&super::units::Key, &super::units::Unit)> = live
+        .by_key
+        .iter()
+        .filter(|(k, _)| k.kind == super::units::Kind::MaterializedView)
+        .collect();
+    views.sort_by_key(|(_, u)| u.position);
+    for (key, _) in views {
+        let (schema, name) = (&key.parts[0], &key.parts[1]);
+        if live_populated.contains(&(schema.clone(), name.clone())) {
+            let name = pgshift_sql::QualifiedName::qualified(schema, name);
+            refresh.push_str(&format!("REFRESH MATERIALIZED VIEW {name};\n"));
         }
     }
     if !refresh.is_empty() {
@@ -305,33 +314,6 @@ impl Catalog {
             .map_err(catalog_error)?;
         Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
     }
-}
-
-/// The units of `kind`, in dump order.
-fn ordered(units: &Units, kind: super::units::Kind) -> Vec<&super::units::Unit> {
-    let mut out: Vec<&super::units::Unit> = units
-        .by_key
-        .iter()
-        .filter(|(k, _)| k.kind == kind)
-        .map(|(_, u)| u)
-        .collect();
-    out.sort_by_key(|u| u.position);
-    out
-}
-
-fn matview_name(unit: &super::units::Unit) -> Option<(String, String)> {
-    match &unit.statement.node {
-        pgshift_sql::NodeEnum::CreateTableAsStmt(s) => s
-            .into
-            .as_ref()
-            .and_then(|i| i.rel.as_ref())
-            .map(super::objects::name_of),
-        _ => None,
-    }
-}
-
-fn q(name: &(String, String)) -> pgshift_sql::QualifiedName {
-    pgshift_sql::QualifiedName::qualified(&name.0, &name.1)
 }
 
 fn catalog_error(e: tokio_postgres::Error) -> CompareError {

@@ -16,15 +16,7 @@ fn identity(
     &AlterTableCmd,
     &Constraint,
 )> {
-    let NodeEnum::AlterTableStmt(stmt) = &unit.statement.node else {
-        return None;
-    };
-    let [Node {
-        node: Some(NodeEnum::AlterTableCmd(cmd)),
-    }] = stmt.cmds.as_slice()
-    else {
-        return None;
-    };
+    let (stmt, cmd) = super::settings::command(unit)?;
     match cmd.def.as_deref().and_then(|d| d.node.as_ref()) {
         Some(NodeEnum::Constraint(c)) => Some((stmt, cmd, c)),
         _ => None,

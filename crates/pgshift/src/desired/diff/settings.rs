@@ -9,8 +9,8 @@ use pgshift_sql::NodeEnum;
 use super::super::units::{Key, Unit};
 use super::{sql_of, unsupported, Action, Change, DiffError, Facts};
 
-/// The one command of a setting's `ALTER TABLE`.
-fn command(unit: &Unit) -> Option<(&AlterTableStmt, &AlterTableCmd)> {
+/// The one command of a one-command `ALTER TABLE` (a setting, an identity).
+pub(super) fn command(unit: &Unit) -> Option<(&AlterTableStmt, &AlterTableCmd)> {
     let NodeEnum::AlterTableStmt(stmt) = &unit.statement.node else {
         return None;
     };
